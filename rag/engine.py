@@ -1,0 +1,444 @@
+"""Engine: the folder, the store, the library and search, kept consistent; the front door for the UI and CLI.
+
+`Engine(settings)` opens the index for one folder (creating it if needed), finishes or undoes work
+that a crash left `pending`, and builds the search snapshot from the store. Then:
+
+- `sync()` brings the index in line with the folder: new and changed files are indexed, deleted ones
+  removed, stale ones (another model, chunker or extractor) re-indexed; a second sync of an unchanged
+  folder embeds nothing. One file that fails is recorded `failed` with its reason; the rest go on.
+- `save_upload()` + `index_files()` are the upload path; `remove()`, `reindex()` the library's actions.
+- `search()` runs hybrid retrieval; `gate()` (in `rag.gate`) decides; `answer()` writes the answer.
+  `ask()` does all three.
+
+Writes take the writer lock (one writer at a time, across processes); searches never do. A document's
+chunks become visible to search only once all of them are written and its record says `indexed`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from rag.answer import Answer, ExtractiveGenerator, Generator, answer as run_answer
+from rag.chunk import Chunk, chunk_document, strategy
+from rag.embed import Embedder, count_tokens, header_share, load_embedder
+from rag.extract import EXTRACTOR_VERSIONS, SUPPORTED, ExtractionError, Extracted, extract_bytes, kind_of
+from rag.gate import Gated, gate
+from rag.lexical import detect_language
+from rag.library import VISIBLE, DocRecord, Library, Stamp, WriterLock
+from rag.search import SearchResult, Snapshot, hybrid_search
+from rag.settings import Settings
+from rag.store import ChunkStore, StoredChunk
+
+Progress = Callable[[int, int, str], None]  # (done, total, current file)
+EMBED_GROUP = 256  # chunks embedded together across small documents: the model is fastest in full batches
+
+
+@dataclass
+class FileOutcome:
+    path: str
+    status: str  # indexed, failed, unchanged, removed, skipped
+    chunks: int = 0
+    reason: str = ""
+    doc_id: str = ""
+
+
+@dataclass
+class SyncReport:
+    outcomes: list[FileOutcome] = field(default_factory=list)
+    embedded: int = 0  # chunks embedded by this sync
+    seconds: float = 0.0
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    def summary(self) -> str:
+        parts = [f"{self.count(s)} {s}" for s in ("indexed", "unchanged", "failed", "removed", "skipped") if self.count(s)]
+        return ", ".join(parts or ["nothing to do"]) + f"; {self.embedded} chunks embedded in {self.seconds:.1f} s"
+
+
+@dataclass
+class Turn:
+    question: str
+    result: SearchResult
+    gated: Gated
+    answer: Answer
+
+
+@dataclass
+class LibraryStats:
+    documents: int
+    indexed: int
+    failed: int
+    stale: int
+    pending: int
+    chunks: int
+    size_on_disk: int | None
+    model: str
+    dimension: int
+    languages: dict[str, int]  # characters of indexed text per detected language
+
+
+class UploadError(ValueError):
+    """An upload that was not saved; the message says why and what to do."""
+
+
+def doc_id_for(rel_path: str) -> str:
+    return hashlib.sha1(rel_path.encode("utf-8")).hexdigest()[:16]
+
+
+def safe_name(name: str) -> str:
+    """A file name that is only a name: no directories, no control characters, no leading dots.
+
+    >>> safe_name("../../etc/passwd.md"), safe_name("C:\\\\x\\\\notes .md"), safe_name("a\\x00b?.txt")
+    ('passwd.md', 'notes.md', 'a_b_.txt')
+    """
+    name = unicodedata.normalize("NFC", name)
+    name = name.replace("\\", "/").rsplit("/", 1)[-1]
+    name = "".join(ch if ch.isprintable() and ch not in '<>:"|?*' else "_" for ch in name).strip().lstrip(".")
+    stem, dot, ext = name.rpartition(".")
+    if dot:
+        name = stem[: 120].rstrip() + "." + ext[:10]
+    else:
+        name = name[:130]
+    return name or "upload"
+
+
+class Engine:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None):
+        self.settings = settings
+        self.folder = Path(settings.folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.embedder = embedder or load_embedder(settings.model, settings.embed_batch_size, settings.model_languages)
+        self.strategy = strategy(settings.chunk_strategy, settings.chunk_budget)
+        self.store = ChunkStore(settings, self.embedder.name, self.embedder.dimension)
+        self.library = Library(settings.index_path / "library.sqlite")
+        self.lock = WriterLock(settings.index_path / "writer.lock")
+        self.searches = 0  # how many searches ran: re-gating must not add to it
+        self._chunks_by_doc: dict[str, list[StoredChunk]] = {}
+        self._publish_lock = threading.Lock()
+        if self.lock.acquire(timeout=0):  # another process writing will recover on its own
+            try:
+                self._recover()
+            finally:
+                self.lock.release()
+        self.reload()
+
+    # --- stamps and state -------------------------------------------------------------------------
+
+    def stamp_for(self, kind: str) -> Stamp:
+        return Stamp(self.embedder.name, self.embedder.dimension, self.strategy.version, EXTRACTOR_VERSIONS[kind])
+
+    def _recover(self) -> None:
+        """Undo what a crash left half-done, and mark documents whose stamp no longer matches."""
+        records = {r.doc_id: r for r in self.library.all()}
+        for rec in records.values():
+            if rec.status == "pending":
+                self.store.delete_doc(rec.doc_id)
+                rec.content_hash = ""  # makes the next sync index it again
+                self.library.put(rec)
+            elif rec.status == "indexed" and rec.stamp != self.stamp_for(rec.kind):
+                rec.status = "stale"
+                self.library.put(rec)
+        # Chunks of documents the library does not show (a crash between writes): delete them.
+        orphans = {c.doc_id for c in self.store.all_chunks()
+                   if c.doc_id not in records or records[c.doc_id].status not in VISIBLE}
+        for doc_id in orphans:
+            self.store.delete_doc(doc_id)
+
+    def reload(self) -> None:
+        """Rebuild the search snapshot from the store (the truth) and the library's statuses."""
+        visible = {r.doc_id for r in self.library.all() if r.status in VISIBLE}
+        by_doc: dict[str, list[StoredChunk]] = {}
+        for c in self.store.all_chunks():
+            if c.doc_id in visible:
+                by_doc.setdefault(c.doc_id, []).append(c)
+        for chunks in by_doc.values():
+            chunks.sort(key=lambda c: int(c.meta["chunk_index"]))
+        self._chunks_by_doc = by_doc
+        self._publish()
+
+    def _publish(self) -> None:
+        with self._publish_lock:
+            records = {r.doc_id: r for r in self.library.all()}
+            chunks = [c for d in sorted(self._chunks_by_doc) if d in records for c in self._chunks_by_doc[d]]
+            docs = {d: (r.path, r.title, r.kind) for d, r in records.items()}
+            self.snapshot = Snapshot.build(chunks, docs, self.settings)
+
+    # --- indexing --------------------------------------------------------------------------------
+
+    def scan(self) -> tuple[dict[str, Path], list[FileOutcome]]:
+        """Supported files under the folder by relative path, and the skipped ones with their reason."""
+        found: dict[str, Path] = {}
+        skipped: list[FileOutcome] = []
+        index_dir = self.settings.index_path.resolve()
+        for root, dirs, files in os.walk(self.folder):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and Path(root, d).resolve() != index_dir)
+            for f in sorted(files):
+                p = Path(root, f)
+                rel = p.relative_to(self.folder).as_posix()
+                if f.startswith(".") or p.is_symlink():
+                    continue
+                if kind_of(f) is None:
+                    skipped.append(FileOutcome(rel, "skipped", reason=f"unsupported type; supported: {', '.join(sorted(SUPPORTED))}"))
+                    continue
+                found[rel] = p
+        return found, skipped
+
+    def sync(self, progress: Progress | None = None) -> SyncReport:
+        t0 = time.perf_counter()
+        with self.lock:
+            self._recover()
+            files, skipped = self.scan()
+            records = {r.path: r for r in self.library.all()}
+            report = SyncReport(outcomes=list(skipped))
+            for path, rec in records.items():
+                if path not in files:
+                    self._forget(rec.doc_id)
+                    report.outcomes.append(FileOutcome(path, "removed", doc_id=rec.doc_id))
+            todo = []
+            for rel, p in files.items():
+                rec = records.get(rel)
+                if rec and self._unchanged(rec, p):
+                    report.outcomes.append(FileOutcome(rel, "unchanged", rec.chunks, rec.reason, rec.doc_id))
+                else:
+                    todo.append(rel)
+            self._index(todo, report, progress)
+            if not any(r.status == "stale" and r.stamp and r.stamp.model != self.embedder.name for r in self.library.all()):
+                self.store.drop_other_collections()
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def _unchanged(self, rec: DocRecord, p: Path) -> bool:
+        try:
+            st = p.stat()
+        except OSError:
+            return False
+        if rec.status == "indexed" and rec.stamp == self.stamp_for(rec.kind) or \
+                rec.status == "failed" and rec.stamp and rec.stamp.extractor == EXTRACTOR_VERSIONS[rec.kind]:
+            if rec.size == st.st_size and rec.content_hash:
+                return _hash(p.read_bytes()) == rec.content_hash
+        return False
+
+    def index_files(self, rel_paths: Sequence[str], progress: Progress | None = None) -> SyncReport:
+        """Index these files (relative to the folder) now, whatever their state: upload, re-index, retry."""
+        t0 = time.perf_counter()
+        report = SyncReport()
+        with self.lock:
+            self._index(list(rel_paths), report, progress)
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def reindex(self, doc_id: str) -> SyncReport:
+        rec = self.library.get(doc_id)
+        if rec is None:
+            raise KeyError(f"no document {doc_id!r} in the library")
+        return self.index_files([rec.path])
+
+    def reindex_stale(self, progress: Progress | None = None) -> SyncReport:
+        return self.index_files([r.path for r in self.library.all() if r.status == "stale"], progress)
+
+    def remove(self, doc_id: str, delete_file: bool = False) -> None:
+        """Remove a document's chunks from both indexes and its record; optionally the file too."""
+        with self.lock:
+            rec = self.library.get(doc_id)
+            self._forget(doc_id)
+            if delete_file and rec:
+                (self.folder / rec.path).unlink(missing_ok=True)
+            self._publish()
+
+    def _forget(self, doc_id: str) -> None:
+        self.store.delete_doc(doc_id)
+        self.library.remove(doc_id)
+        self._chunks_by_doc.pop(doc_id, None)
+
+    def _index(self, rel_paths: list[str], report: SyncReport, progress: Progress | None) -> None:
+        total = len(rel_paths)
+        group: list[tuple[DocRecord, list[Chunk]]] = []
+        for i, rel in enumerate(rel_paths):
+            if progress:
+                progress(i, total, rel)
+            rec, chunks = self._prepare(rel)
+            if rec.status == "failed":
+                self._write_failed(rec)
+                report.outcomes.append(FileOutcome(rel, "failed", reason=rec.reason, doc_id=rec.doc_id))
+                continue
+            group.append((rec, chunks))
+            if sum(len(c) for _, c in group) >= EMBED_GROUP:
+                self._write_group(group, report)
+                group = []
+        if group:
+            self._write_group(group, report)
+        if progress:
+            progress(total, total, "")
+        self._publish()
+
+    def _prepare(self, rel: str) -> tuple[DocRecord, list[Chunk]]:
+        kind = kind_of(rel) or "txt"
+        doc_id = doc_id_for(rel)
+        rec = DocRecord(doc_id=doc_id, path=rel, kind=kind, status="pending", stamp=self.stamp_for(kind))
+        try:
+            data = (self.folder / rel).read_bytes()
+            rec.size, rec.content_hash = len(data), _hash(data)
+            doc = extract_bytes(data, rel, max_chars=self.settings.max_chars, max_pages=self.settings.max_pages)
+            chunks = chunk_document(doc, doc_id, self.strategy)
+            if not chunks:
+                raise ExtractionError("no text left to index after extraction")
+            self._describe(rec, doc, chunks)
+            return rec, chunks
+        except ExtractionError as exc:
+            rec.status, rec.reason = "failed", exc.reason
+        except OSError as exc:
+            rec.status, rec.reason = "failed", f"cannot read the file: {exc.strerror or exc}"
+        except Exception as exc:  # one broken file never breaks the folder (rule 12)
+            rec.status, rec.reason = "failed", f"could not be indexed ({type(exc).__name__}: {exc})"
+        return rec, []
+
+    def _describe(self, rec: DocRecord, doc: Extracted, chunks: list[Chunk]) -> None:
+        texts = [c.text for c in chunks]
+        pieces = self.embedder.count_wordpieces(texts)
+        rec.title, rec.pages, rec.chars, rec.empty_pages = doc.title, doc.pages, len(doc.text), doc.empty_pages
+        rec.truncated = sum(1 for n in pieces if n > self.embedder.max_tokens)
+        rec.header_share = header_share(texts, [c.content for c in chunks])
+        rec.tokens = sum(count_tokens(t) for t in texts)
+        rec.lang = detect_language(doc.text)
+        rec.warnings = list(doc.warnings)
+        if rec.truncated:
+            rec.warnings.append(f"{rec.truncated} chunk(s) longer than the encoder window of "
+                                f"{self.embedder.max_tokens} word-pieces: their ends are not embedded")
+
+    def _write_failed(self, rec: DocRecord) -> None:
+        self.store.delete_doc(rec.doc_id)
+        self._chunks_by_doc.pop(rec.doc_id, None)
+        rec.chunks = 0
+        self.library.put(rec)
+
+    def _write_group(self, group: list[tuple[DocRecord, list[Chunk]]], report: SyncReport) -> None:
+        texts = [c.text for _, chunks in group for c in chunks]
+        try:
+            vectors = self.embedder.embed_batch(texts)
+        except Exception as exc:
+            for rec, _ in group:
+                rec.status, rec.reason = "failed", f"embedding failed ({type(exc).__name__}: {exc})"
+                self._write_failed(rec)
+                report.outcomes.append(FileOutcome(rec.path, "failed", reason=rec.reason, doc_id=rec.doc_id))
+            return
+        report.embedded += len(texts)
+        at = 0
+        for rec, chunks in group:
+            vecs = vectors[at:at + len(chunks)]
+            at += len(chunks)
+            # pending first: a crash from here on leaves a record that start-up knows to undo.
+            self.library.put(rec)
+            self.store.delete_doc(rec.doc_id)
+            extra = {"lang": rec.lang, "model": rec.stamp.model, "dimension": rec.stamp.dimension,
+                     "chunker": rec.stamp.chunker, "extractor": rec.stamp.extractor}
+            self.store.add(chunks, vecs, extra)
+            rec.status, rec.reason, rec.chunks, rec.indexed_at = "indexed", "", len(chunks), time.time()
+            self.library.put(rec)  # chunk count and stamp land together, after all chunks are written
+            self._chunks_by_doc[rec.doc_id] = [
+                StoredChunk(c.id, c.doc_id, c.text, {"doc_id": c.doc_id, "chunk_index": c.index, "section": c.section,
+                                                     "start": c.start, "end": c.end, "page": c.page,
+                                                     "page_end": c.page_end, "header_len": c.header_len, **extra})
+                for c in chunks]
+            report.outcomes.append(FileOutcome(rec.path, "indexed", len(chunks), doc_id=rec.doc_id))
+
+    # --- uploads -----------------------------------------------------------------------------------
+
+    def save_upload(self, name: str, data: bytes, on_conflict: str = "ask") -> str:
+        """Save uploaded bytes into the folder under a safe name; returns the relative path.
+
+        The same name with the same bytes is a no-op. Another file under that name (up to case and
+        Unicode normalisation) is never overwritten silently: `on_conflict` is "ask" (raise
+        `UploadError`, so the UI can ask), "replace", or "rename" (keep both: `report-2.pdf`).
+        """
+        if on_conflict not in ("ask", "replace", "rename"):
+            raise ValueError(f"on_conflict must be one of 'ask', 'replace', 'rename', got {on_conflict!r}")
+        limit = self.settings.max_upload_mb * 1024 * 1024
+        if len(data) > limit:
+            raise UploadError(f"{name}: {len(data) / 1048576:.1f} MB is over the upload limit of {self.settings.max_upload_mb} MB")
+        clean = safe_name(name)
+        if kind_of(clean) is None:
+            raise UploadError(f"{clean}: unsupported type; supported: {', '.join(sorted(SUPPORTED))}")
+        target = (self.folder / clean).resolve()
+        if target.parent != self.folder.resolve():
+            raise UploadError(f"{name}: not a plain file name")
+        with self.lock:
+            existing = _existing_variant(self.folder, clean)
+            if existing is not None:
+                if existing.read_bytes() == data:
+                    return existing.name
+                if on_conflict == "ask":
+                    raise UploadError(f"a different file named {existing.name} is already in the folder; "
+                                      f"replace it, or keep both")
+                if on_conflict == "replace":
+                    target = existing
+                else:
+                    stem, ext = os.path.splitext(clean)
+                    n = 2
+                    while _existing_variant(self.folder, f"{stem}-{n}{ext}") is not None:
+                        n += 1
+                    target = self.folder.resolve() / f"{stem}-{n}{ext}"
+            tmp = target.with_name(f".{target.name}.part")
+            tmp.write_bytes(data)
+            os.replace(tmp, target)  # never a half-written file under the real name
+        return target.name
+
+    # --- asking -------------------------------------------------------------------------------------
+
+    def search(self, question: str, doc_ids: Sequence[str] | None = None, query: str | None = None) -> SearchResult:
+        self.searches += 1
+        return hybrid_search(question, embedder=self.embedder, store=self.store, snapshot=self.snapshot,
+                             settings=self.settings, doc_ids=doc_ids, query=query)
+
+    def generator(self) -> Generator:
+        return ExtractiveGenerator(self.embedder, max_sentences=self.settings.answer_sentences)
+
+    def answer(self, gated: Gated, generator: Generator | None = None) -> Answer:
+        return run_answer(gated, generator or self.generator())
+
+    def ask(self, question: str, threshold: float | None = None, max_chunks: int | None = None,
+            doc_ids: Sequence[str] | None = None, generator: Generator | None = None) -> Turn:
+        result = self.search(question, doc_ids=doc_ids)
+        gated = gate(result, self.settings.threshold if threshold is None else threshold,
+                     self.settings.max_chunks if max_chunks is None else max_chunks)
+        return Turn(question, result, gated, self.answer(gated, generator))
+
+    # --- library view -------------------------------------------------------------------------------
+
+    def documents(self) -> list[DocRecord]:
+        return self.library.all()
+
+    def stats(self) -> LibraryStats:
+        docs = self.library.all()
+        langs: dict[str, int] = {}
+        for r in docs:
+            if r.status in VISIBLE:
+                langs[r.lang or "unknown"] = langs.get(r.lang or "unknown", 0) + r.chars
+        by = lambda s: sum(1 for r in docs if r.status == s)  # noqa: E731
+        return LibraryStats(documents=len(docs), indexed=by("indexed"), failed=by("failed"), stale=by("stale"),
+                            pending=by("pending"), chunks=len(self.snapshot.chunks),
+                            size_on_disk=self.store.size_on_disk(), model=self.embedder.name,
+                            dimension=self.embedder.dimension, languages=langs)
+
+    def close(self) -> None:
+        self.library.close()
+
+
+def _hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _existing_variant(folder: Path, name: str) -> Path | None:
+    """A file already in the folder whose name equals `name` up to case and Unicode normalisation."""
+    key = unicodedata.normalize("NFC", name).casefold()
+    for p in folder.iterdir():
+        if p.is_file() and unicodedata.normalize("NFC", p.name).casefold() == key:
+            return p
+    return None

@@ -1,0 +1,322 @@
+"""Extract: a file's bytes become one canonical text, its title and its sections (and, for PDFs, pages).
+
+Every offset elsewhere in the engine (chunk start/end, `#char=` fragments, the page of a chunk) is a
+position in `Extracted.text`. For Markdown and plain text that text is the file itself with line endings
+normalised to `\\n`, so a `#char=a,b` fragment points into the file as the person sees it. For PDFs it is
+the pages' text blocks joined by blank lines, with page headers and footers that repeat on most pages
+dropped, plus `page_starts` to map an offset back to its page.
+
+What it does not do: OCR (an image-only PDF fails with that reason), guess encodings (text must be
+UTF-8), or keep formatting. A file that cannot be read raises `ExtractionError` with a reason a person
+understands; nothing here writes anything.
+
+>>> doc = extract_bytes(b"# Handbook\\n\\n## Upload\\n\\nDrop files here.\\n", "guide.md")
+>>> doc.title, [(s.path, doc.text[s.start:s.end].strip()) for s in doc.sections]
+('Handbook', [(('Upload',), 'Drop files here.')])
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SUPPORTED = {".md": "md", ".markdown": "md", ".txt": "txt", ".pdf": "pdf"}
+EXTRACTOR_VERSIONS = {"md": "md-1", "txt": "txt-1", "pdf": "pdf-1"}
+TITLE_MAX = 80  # a first line longer than this is a paragraph, not a title (issue 7)
+
+
+class ExtractionError(Exception):
+    """A file that cannot become text; `reason` is shown to the person as it is."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Section:
+    start: int  # body of the section in the canonical text, heading line excluded
+    end: int
+    path: tuple[str, ...]  # headings below the title, outermost first; () for text before any heading
+
+
+@dataclass
+class Extracted:
+    name: str
+    kind: str  # "md", "txt" or "pdf"
+    title: str
+    text: str
+    sections: list[Section]
+    version: str
+    page_starts: list[int] = field(default_factory=list)  # PDFs: offset where each page's text begins
+    pages: int = 0
+    empty_pages: int = 0  # PDF pages with no extractable text (scans)
+    warnings: list[str] = field(default_factory=list)
+
+    def page_at(self, offset: int) -> int | None:
+        """1-based page holding `offset`, or None for text documents."""
+        if not self.page_starts:
+            return None
+        return max(1, bisect.bisect_right(self.page_starts, offset))
+
+
+def kind_of(name: str) -> str | None:
+    return SUPPORTED.get(Path(name).suffix.lower())
+
+
+def extract(path: Path, name: str | None = None, *, max_chars: int = 5_000_000, max_pages: int = 2000) -> Extracted:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ExtractionError(f"cannot read the file: {exc.strerror or exc}") from exc
+    return extract_bytes(data, name or Path(path).name, max_chars=max_chars, max_pages=max_pages)
+
+
+def extract_bytes(data: bytes, name: str, *, max_chars: int = 5_000_000, max_pages: int = 2000) -> Extracted:
+    kind = kind_of(name)
+    if kind is None:
+        raise ExtractionError(
+            f"unsupported file type {Path(name).suffix or '(none)'!r}; supported: {', '.join(sorted(SUPPORTED))}"
+        )
+    if not data:
+        raise ExtractionError("the file is empty (0 bytes)")
+    if kind == "pdf":
+        doc = _extract_pdf(data, name, max_pages)
+    else:
+        text = _decode_text(data)
+        doc = _extract_markdown(text, name) if kind == "md" else _extract_plain(text, name)
+    if not doc.text.strip():
+        raise ExtractionError("the file holds no text")
+    if len(doc.text) > max_chars:
+        raise ExtractionError(
+            f"the document has {len(doc.text):,} characters of text; the limit is {max_chars:,} (max_chars)"
+        )
+    return doc
+
+
+# --- plain text and Markdown -------------------------------------------------------------------------
+
+
+def _decode_text(data: bytes) -> str:
+    if b"\x00" in data:
+        raise ExtractionError("binary file (contains NUL bytes), not text")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ExtractionError(
+            f"not UTF-8 text (invalid byte at position {exc.start}); save the file as UTF-8 and retry"
+        ) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _clean_heading(text: str) -> str:
+    # Headings go into chunk headers: keep them short and free of Markdown decoration.
+    text = re.sub(r"[*_`]+", "", text).strip()
+    return text[:TITLE_MAX].rstrip()
+
+
+def _extract_markdown(text: str, name: str) -> Extracted:
+    headings: list[tuple[int, int, int, str]] = []  # (line start, line end, level, text)
+    fence = None
+    pos = 0
+    for line in text.split("\n"):
+        end = pos + len(line)
+        m = _FENCE.match(line)
+        if m:
+            marker = m.group(1)[0]
+            fence = None if fence == marker else (fence or marker)
+        elif fence is None:
+            h = _HEADING.match(line)
+            if h and h.group(2).strip():
+                headings.append((pos, end, len(h.group(1)), _clean_heading(h.group(2))))
+        pos = end + 1
+
+    title_heading = next((h for h in headings if h[2] == 1), headings[0] if headings else None)
+    title = title_heading[3] if title_heading else _title_from_first_line(text, name)[0]
+
+    sections: list[Section] = []
+    stack: list[tuple[int, int, int, str]] = []
+    body_start, path = 0, ()
+    for h in headings:
+        if text[body_start:h[0]].strip():
+            sections.append(Section(body_start, h[0], path))
+        stack = [s for s in stack if s[2] < h[2]] + [h]
+        # The title heading names the document; it is not a section of it.
+        path = tuple(s[3] for s in stack if s is not title_heading)
+        body_start = min(h[1] + 1, len(text))
+    sections.append(Section(body_start, len(text), path))
+    if not headings:
+        # A Markdown file with no headings is plain text with a title line, maybe.
+        return _extract_plain(text, name, kind="md")
+    sections = [s for s in sections if text[s.start:s.end].strip()]
+    return Extracted(name=name, kind="md", title=title, text=text, sections=sections, version=EXTRACTOR_VERSIONS["md"])
+
+
+def _title_from_first_line(text: str, name: str) -> tuple[str, int]:
+    """(title, offset where the body starts). A title is a short first line; never a paragraph."""
+    stripped = text.lstrip("\n")
+    lead = len(text) - len(stripped)
+    first, sep, rest = stripped.partition("\n")
+    line = first.strip().lstrip("#").strip()
+    # A short line standing alone (followed by a blank line, or the rest) reads as a title.
+    if line and len(line) <= TITLE_MAX and sep and rest.strip() and (rest.startswith("\n") or len(line) <= 60) \
+            and not line.endswith((".", ",", ";", ":")):
+        return _clean_heading(line), lead + len(first) + 1
+    return Path(name).stem.replace("_", " ").replace("-", " ").strip() or Path(name).name, 0
+
+
+def _extract_plain(text: str, name: str, kind: str = "txt") -> Extracted:
+    title, body = _title_from_first_line(text, name)
+    return Extracted(name=name, kind=kind, title=title, text=text, sections=[Section(body, len(text), ())],
+                     version=EXTRACTOR_VERSIONS[kind])
+
+
+# --- PDF -------------------------------------------------------------------------------------------
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _normalise_block(text: str) -> str:
+    # Lines inside a block are wrapped prose: join them, keeping words apart; undo "exam-\nple".
+    text = _CONTROL.sub("", unicodedata.normalize("NFC", text))
+    text = re.sub(r"(\w)-\n(\w)", r"\1\2", text)
+    return re.sub(r"\s*\n\s*", " ", text).strip()
+
+
+def _furniture_key(text: str) -> str:
+    return re.sub(r"\d+", "#", re.sub(r"\s+", " ", text.lower())).strip()
+
+
+def _extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
+    import pymupdf
+
+    try:
+        doc = pymupdf.open(stream=data, filetype="pdf")
+    except pymupdf.EmptyFileError:
+        raise ExtractionError("the file is empty (0 bytes)") from None
+    except Exception as exc:  # FileDataError and friends: the bytes are not a PDF pymupdf can repair
+        raise ExtractionError(f"not a readable PDF (damaged, or not a PDF at all): {exc}") from None
+    with doc:
+        if not doc.is_pdf:
+            raise ExtractionError("not a PDF: the file is another kind of document (an image?) named .pdf")
+        if doc.needs_pass:
+            raise ExtractionError("the PDF is encrypted with a password; open it, save an unprotected copy, retry")
+        if doc.page_count > max_pages:
+            raise ExtractionError(f"the PDF has {doc.page_count:,} pages; the limit is {max_pages:,} (max_pages)")
+        if doc.page_count == 0:
+            raise ExtractionError("the PDF has no pages")
+        warnings = ["the PDF was damaged and has been repaired while reading; check its text"] if doc.is_repaired else []
+        pages: list[list[tuple[str, float]]] = []  # per page: (block text, largest font size)
+        sizes: Counter[float] = Counter()
+        try:
+            for page in doc:
+                blocks = []
+                for b in page.get_text("dict", sort=True)["blocks"]:
+                    if b.get("type") != 0:
+                        continue
+                    lines = []
+                    big = 0.0
+                    for line in b["lines"]:
+                        t = "".join(s["text"] for s in line["spans"])
+                        for s in line["spans"]:
+                            if s["text"].strip():
+                                sizes[round(s["size"], 1)] += len(s["text"])
+                                big = max(big, s["size"])
+                        lines.append(t)
+                    text = _normalise_block("\n".join(lines))
+                    if text:
+                        blocks.append((text, big))
+                pages.append(blocks)
+            toc = doc.get_toc(simple=True)
+        except Exception as exc:
+            raise ExtractionError(f"the PDF could not be read: {exc}") from None
+
+    pages = _drop_furniture(pages)
+    empty = sum(1 for p in pages if not p)
+    if empty == len(pages):
+        raise ExtractionError(
+            f"no extractable text on any of its {len(pages)} page(s): a scanned or image-only PDF (OCR is not supported)"
+        )
+    body_size = sizes.most_common(1)[0][0] if sizes else 0.0
+
+    parts: list[str] = []
+    page_starts: list[int] = []
+    heads: list[tuple[int, int, int, str]] = []  # (block start, block end, level, text)
+    pos = 0
+    toc_by_page: dict[int, list[tuple[int, str]]] = {}
+    for lvl, title, pno in toc:
+        toc_by_page.setdefault(pno, []).append((lvl, _clean_heading(title)))
+    for pno, blocks in enumerate(pages, start=1):
+        if parts:
+            parts.append("\n\n")
+            pos += 2
+        page_starts.append(pos)
+        wanted = list(toc_by_page.get(pno, []))
+        for i, (text, big) in enumerate(blocks):
+            if i:
+                parts.append("\n\n")
+                pos += 2
+            if toc:
+                for w in wanted:
+                    if _furniture_key(text).startswith(_furniture_key(w[1])[:40]) and len(text) <= len(w[1]) + 20:
+                        heads.append((pos, pos + len(text), w[0], w[1]))
+                        wanted.remove(w)
+                        break
+            elif body_size and big >= body_size * 1.15 and len(text) <= TITLE_MAX and not text.endswith("."):
+                level = 1 if big >= body_size * 1.4 else 2
+                heads.append((pos, pos + len(text), level, _clean_heading(text)))
+            parts.append(text)
+            pos += len(text)
+        for lvl, t in wanted:  # an outline entry whose heading text was not found: section starts at the page
+            heads.append((page_starts[-1], page_starts[-1], lvl, t))
+    text = "".join(parts)
+    heads.sort()
+
+    title = next((h[3] for h in heads if h[2] == 1), None) or _title_from_first_line(text, name)[0]
+    sections: list[Section] = []
+    if heads:
+        stack: list[tuple[int, str]] = []
+        start, path = 0, ()
+        for h in heads:
+            if text[start:h[0]].strip():
+                sections.append(Section(start, h[0], path))
+            stack = [s for s in stack if s[0] < h[2]] + [(h[2], h[3])]
+            path = tuple(t for lvl, t in stack if not (lvl == 1 and t == title))
+            start = min(h[1] + (2 if h[1] > h[0] else 0), len(text))
+        sections.append(Section(start, len(text), path))
+    else:
+        # No outline and no heading fonts: each page is its own section.
+        for i, s in enumerate(page_starts):
+            e = page_starts[i + 1] - 2 if i + 1 < len(page_starts) else len(text)
+            sections.append(Section(s, e, (f"Page {i + 1}",)))
+    sections = [s for s in sections if text[s.start:s.end].strip()]
+    return Extracted(name=name, kind="pdf", title=title, text=text, sections=sections,
+                     version=EXTRACTOR_VERSIONS["pdf"], page_starts=page_starts, pages=len(pages),
+                     empty_pages=empty, warnings=warnings)
+
+
+def _drop_furniture(pages: list[list[tuple[str, float]]]) -> list[list[tuple[str, float]]]:
+    """Drop running headers and footers: first/last blocks whose digit-blind text repeats on most pages."""
+    if len(pages) < 3:
+        return pages
+    seen: Counter[str] = Counter()
+    for blocks in pages:
+        edge = {_furniture_key(t) for t, _ in blocks[:2] + blocks[-2:]}
+        seen.update(edge)
+    limit = max(3, int(0.6 * len(pages)))
+    furniture = {k for k, n in seen.items() if n >= limit and len(k) <= 120}
+    if not furniture:
+        return pages
+    out = []
+    for blocks in pages:
+        n = len(blocks)
+        out.append([b for i, b in enumerate(blocks) if not ((i < 2 or i >= n - 2) and _furniture_key(b[0]) in furniture)])
+    return out

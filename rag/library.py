@@ -1,0 +1,186 @@
+"""Library: one record per document (status, reason, chunk count, stamp), in SQLite beside the index.
+
+A document's life: `pending` while its chunks are being written, `indexed` once all of them are (the
+chunk count and the stamp are written in the same transaction), `failed` with a reason a person can
+read, `stale` when the stamp no longer matches the settings (another model, chunker or extractor).
+Only `indexed` and `stale` documents are visible to search, so a search never sees half a document.
+
+Also here: `WriterLock`, the one-writer-at-a-time rule for the index folder, across threads and
+processes (an advisory `flock` on a file beside the database). Readers never take it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import json
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+STATUSES = ("indexed", "failed", "stale", "pending")
+VISIBLE = ("indexed", "stale")
+
+
+@dataclass(frozen=True)
+class Stamp:
+    model: str
+    dimension: int
+    chunker: str
+    extractor: str
+
+    def label(self) -> str:
+        return f"{self.model} ({self.dimension}d) · {self.chunker} · {self.extractor}"
+
+
+@dataclass
+class DocRecord:
+    doc_id: str
+    path: str  # relative to the folder, POSIX separators
+    kind: str
+    status: str
+    content_hash: str = ""
+    size: int = 0
+    reason: str = ""
+    title: str = ""
+    chunks: int = 0
+    pages: int = 0
+    chars: int = 0
+    empty_pages: int = 0
+    truncated: int = 0  # chunks longer than the encoder window
+    header_share: float = 0.0
+    tokens: int = 0
+    lang: str = ""
+    stamp: Stamp | None = None
+    indexed_at: float | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+_COLUMNS = [f.name for f in dataclasses.fields(DocRecord)]
+
+
+class Library:
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._local = threading.local()
+        with self._db() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS documents (doc_id TEXT PRIMARY KEY, path TEXT UNIQUE, record TEXT)")
+
+    def _db(self) -> sqlite3.Connection:
+        # One connection per thread; WAL so that readers never wait for the writer.
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+        return _Tx(conn)
+
+    def put(self, rec: DocRecord) -> None:
+        data = dataclasses.asdict(rec)
+        with self._db() as db:
+            db.execute("DELETE FROM documents WHERE path = ? AND doc_id != ?", (rec.path, rec.doc_id))
+            db.execute("INSERT OR REPLACE INTO documents VALUES (?, ?, ?)", (rec.doc_id, rec.path, json.dumps(data)))
+
+    def get(self, doc_id: str) -> DocRecord | None:
+        with self._db() as db:
+            row = db.execute("SELECT record FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
+        return _load(row[0]) if row else None
+
+    def remove(self, doc_id: str) -> None:
+        with self._db() as db:
+            db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+
+    def all(self) -> list[DocRecord]:
+        with self._db() as db:
+            rows = db.execute("SELECT record FROM documents ORDER BY path").fetchall()
+        return [_load(r[0]) for r in rows]
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+class _Tx:
+    """`with` gives a transaction that commits on success and rolls back on error."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type, *_):
+        self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def _load(raw: str) -> DocRecord:
+    data = json.loads(raw)
+    stamp = data.pop("stamp", None)
+    rec = DocRecord(**{k: v for k, v in data.items() if k in _COLUMNS})
+    rec.stamp = Stamp(**stamp) if stamp else None
+    return rec
+
+
+class WriterLock:
+    """Exclusive lock on the index folder for writers (indexing, deleting), across processes.
+
+    Re-entrant within one thread; `timeout` None waits for ever.
+    """
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._thread_lock = threading.RLock()
+        self._depth = 0
+        self._fh = None
+
+    def acquire(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not self._thread_lock.acquire(timeout=-1 if timeout is None else timeout):
+            return False
+        if self._depth == 0:
+            fh = open(self.path, "a+")
+            while True:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if deadline is not None and time.monotonic() > deadline:
+                        fh.close()
+                        self._thread_lock.release()
+                        return False
+                    time.sleep(0.05)
+            fh.seek(0)
+            fh.truncate()
+            fh.write(str(os.getpid()))
+            fh.flush()
+            self._fh = fh
+        self._depth += 1
+        return True
+
+    def release(self) -> None:
+        self._depth -= 1
+        if self._depth == 0 and self._fh is not None:
+            fcntl.flock(self._fh, fcntl.LOCK_UN)
+            self._fh.close()
+            self._fh = None
+        self._thread_lock.release()
+
+    def __enter__(self) -> "WriterLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.release()

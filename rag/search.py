@@ -1,0 +1,146 @@
+"""Search: dense top-N and BM25 top-N, fused by reciprocal rank fusion, every candidate fully explained.
+
+Each candidate keeps its dense rank, BM25 rank, fused rank and cosine distance; a candidate that only
+BM25 found gets its distance computed from its stored vector, so every row of the retrieval table has
+one. Ranks are 1-based; None means that side did not return the chunk in its top N.
+
+Search only sees a `Snapshot`: the chunks of documents that were completely indexed when it was built.
+Chunks being written meanwhile are skipped, so a question asked during indexing answers from what is
+already indexed. A filter by document applies before each side searches (a Chroma `where`, a BM25
+weight mask), not to the results.
+
+What it does not do: decide what is good enough. That is the gate's job, run separately so that a
+threshold change re-gates the same candidates without searching again.
+
+>>> rrf({"dense": ["a", "b"], "bm25": ["b", "c"]}, k=60)
+{'b': 0.03252247488101534, 'a': 0.01639344262295082, 'c': 0.016129032258064516}
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from rag.embed import Embedder
+from rag.lexical import LexicalIndex
+from rag.settings import Settings
+from rag.store import ChunkStore, StoredChunk
+
+
+def rrf(rankings: Mapping[str, Sequence[str]], k: int = 60, weights: Mapping[str, float] | None = None) -> dict[str, float]:
+    """Weighted reciprocal rank fusion: score(d) = sum over sides of w / (k + rank). Best first."""
+    scores: dict[str, float] = {}
+    for side, ids in rankings.items():
+        w = 1.0 if weights is None else weights.get(side, 1.0)
+        for rank, cid in enumerate(ids, start=1):
+            scores[cid] = scores.get(cid, 0.0) + w / (k + rank)
+    return dict(sorted(scores.items(), key=lambda kv: -kv[1]))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    chunk_id: str
+    doc_id: str
+    doc_name: str
+    title: str
+    section: str
+    content: str
+    start: int
+    end: int
+    page: int | None
+    page_end: int | None
+    kind: str
+    fused_rank: int
+    fused_score: float
+    distance: float
+    dense_rank: int | None
+    bm25_rank: int | None
+    bm25_score: float | None
+
+
+@dataclass
+class SearchResult:
+    question: str  # as the person asked it
+    query: str  # what was searched (a follow-up carries its subject)
+    candidates: list[Candidate]
+    weights: dict[str, float]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    searched_chunks: int = 0
+
+
+@dataclass
+class Snapshot:
+    """The searchable state at one moment: visible chunks, their BM25 index and their documents."""
+
+    chunks: list[StoredChunk]
+    lexical: LexicalIndex
+    docs: dict[str, tuple[str, str, str]]  # doc_id -> (path, title, kind)
+    pos: dict[str, int] = field(default_factory=dict)
+    doc_of: np.ndarray | None = None
+
+    @classmethod
+    def build(cls, chunks: list[StoredChunk], docs: dict[str, tuple[str, str, str]], settings: Settings) -> "Snapshot":
+        lexical = LexicalIndex.build([c.text for c in chunks], [c.meta.get("lang", "") for c in chunks],
+                                     k1=settings.bm25_k1, b=settings.bm25_b)
+        return cls(chunks, lexical, docs, {c.id: i for i, c in enumerate(chunks)},
+                   np.array([c.doc_id for c in chunks], dtype=object))
+
+
+def hybrid_search(question: str, *, embedder: Embedder, store: ChunkStore, snapshot: Snapshot, settings: Settings,
+                  doc_ids: Sequence[str] | None = None, query: str | None = None) -> SearchResult:
+    query = query or question
+    n = settings.candidates
+    weights = {"dense": settings.dense_weight, "bm25": settings.bm25_weight}
+    t = time.perf_counter()
+    timings: dict[str, float] = {}
+
+    def lap(name: str) -> None:
+        nonlocal t
+        now = time.perf_counter()
+        timings[name] = (now - t) * 1000
+        t = now
+
+    qv = embedder.embed_batch([query])[0]
+    lap("embed")
+
+    mask = None
+    if doc_ids is not None:
+        mask = np.isin(snapshot.doc_of, list(doc_ids)).astype(np.float32) if snapshot.chunks else None
+    bm25 = snapshot.lexical.top(query, n, mask)
+    bm25_ids = [snapshot.chunks[i].id for i, _ in bm25]
+    bm25_scores = {snapshot.chunks[i].id: s for i, s in bm25}
+    lap("bm25")
+
+    # Chunks in the store that this snapshot does not show (a document being written) may take places
+    # in Chroma's answer: ask for that many more, then keep only what the snapshot shows.
+    hidden = max(0, store.count() - len(snapshot.chunks)) if snapshot.chunks else 0
+    dense = [(cid, d) for cid, d in store.query(qv, n + hidden, doc_ids) if cid in snapshot.pos][:n]
+    distances = dict(dense)
+    lap("dense")
+
+    fused = rrf({"dense": [cid for cid, _ in dense], "bm25": bm25_ids}, k=settings.rrf_k, weights=weights)
+    missing = [cid for cid in fused if cid not in distances]
+    for cid, v in store.vectors(missing).items():
+        distances[cid] = float(1.0 - np.dot(qv, v))
+    dense_rank = {cid: r for r, (cid, _) in enumerate(dense, start=1)}
+    bm25_rank = {cid: r for r, cid in enumerate(bm25_ids, start=1)}
+    # Equal fused scores: the closer chunk first.
+    order = sorted((cid for cid in fused if cid in distances), key=lambda c: (-fused[c], distances[c]))[:n]
+    candidates = []
+    for rank, cid in enumerate(order, start=1):
+        sc = snapshot.chunks[snapshot.pos[cid]]
+        path, title, kind = snapshot.docs.get(sc.doc_id, (sc.doc_id, "", ""))
+        m = sc.meta
+        candidates.append(Candidate(
+            chunk_id=cid, doc_id=sc.doc_id, doc_name=path, title=title, section=m.get("section") or "",
+            content=sc.content, start=int(m["start"]), end=int(m["end"]), page=m.get("page"),
+            page_end=m.get("page_end"), kind=kind, fused_rank=rank, fused_score=fused[cid],
+            distance=float(distances[cid]), dense_rank=dense_rank.get(cid), bm25_rank=bm25_rank.get(cid),
+            bm25_score=bm25_scores.get(cid),
+        ))
+    lap("fusion")
+    return SearchResult(question=question, query=query, candidates=candidates, weights=weights,
+                        timings_ms=timings, searched_chunks=len(snapshot.chunks))

@@ -1,0 +1,136 @@
+"""All of the engine's settings in one frozen dataclass, loaded once and passed in.
+
+Nothing in `rag` reads a setting from a global or from the environment on its own: the CLI and the app
+call `load_settings()` once and hand the result to `Engine`. Precedence, lowest first: the defaults
+below, a TOML file (`rag.toml` in the working directory, or the path in `RAG_CONFIG`), environment
+variables named `RAG_<FIELD>` (e.g. `RAG_THRESHOLD=0.6`), then keyword overrides.
+
+>>> s = load_settings(folder="data", threshold=0.5)
+>>> s.threshold, s.max_chunks, s.candidates
+(0.5, 4, 20)
+>>> s.replace(threshold=0.7).threshold
+0.7
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+REFUSAL_PREFIX = "NO ANSWER"
+
+
+@dataclass(frozen=True)
+class Settings:
+    # Where the documents are and where their index lives (default: a hidden folder inside it).
+    folder: Path = Path("data")
+    index_dir: Path | None = None
+
+    # Embedding model: the built-in name, or a path to any sentence-transformers model on disk.
+    model: str = DEFAULT_MODEL
+    model_languages: tuple[str, ...] = ()  # empty: read from the model card, else assume English
+    embed_batch_size: int = 32
+
+    # Chunking (DESIGN.md rule 3): boundaries + header is the default strategy "E".
+    chunk_strategy: str = "E"
+    chunk_budget: int = 512
+
+    # Retrieval (rule 7) and the gate (rule 8).
+    candidates: int = 20
+    rrf_k: int = 60
+    dense_weight: float = 1.0
+    bm25_weight: float = 1.0
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    threshold: float = 0.675
+    max_chunks: int = 4
+    hnsw_ef_search: int = 400
+
+    # Chroma server (the scale-out path): when host is set, chunks live there instead of on disk.
+    chroma_host: str | None = None
+    chroma_port: int = 8000
+    collection_prefix: str = "chunks"
+
+    # Limits on what a document may be; each failure message names the limit it hit.
+    max_upload_mb: int = 50
+    max_pages: int = 2000
+    max_chars: int = 5_000_000
+
+    # Answers: "extractive" (offline default) or "llm" (an OpenAI-compatible server the user runs).
+    answer_mode: str = "extractive"
+    answer_sentences: int = 3
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = field(default=None, repr=False)  # never printed
+    llm_timeout_s: float = 60.0
+    llm_context_tokens: int = 3000
+
+    @property
+    def index_path(self) -> Path:
+        return Path(self.index_dir) if self.index_dir else Path(self.folder) / ".rag-index"
+
+    def replace(self, **changes: Any) -> "Settings":
+        return _coerce(dataclasses.replace(self, **changes))
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+
+
+def _coerce(s: Settings) -> Settings:
+    """Bring values from TOML/env strings to their field types, and check the ones that can be wrong."""
+    values = {}
+    for name, f in _FIELDS.items():
+        v = getattr(s, name)
+        kind = str(f.type)
+        if v is None or v == "":
+            values[name] = None if "None" in kind else v
+            continue
+        if kind.startswith("Path"):
+            v = Path(v).expanduser()
+        elif kind == "int":
+            v = int(v)
+        elif kind == "float":
+            v = float(v)
+        elif kind.startswith("tuple"):
+            v = tuple(x.strip() for x in v.split(",") if x.strip()) if isinstance(v, str) else tuple(v)
+        elif kind.startswith("int |"):
+            v = int(v)
+        values[name] = v
+    if values["chroma_port"] is None:
+        values["chroma_port"] = 8000
+    out = Settings(**values)
+    if not 0.0 <= out.threshold <= 2.0:
+        raise ValueError(f"threshold must be a cosine distance between 0 and 2, got {out.threshold}")
+    if out.answer_mode not in ("extractive", "llm"):
+        raise ValueError(f"answer_mode must be one of 'extractive', 'llm', got {out.answer_mode!r}")
+    if out.max_chunks < 1 or out.candidates < 1:
+        raise ValueError("max_chunks and candidates must be at least 1")
+    return out
+
+
+def load_settings(config: str | Path | None = None, env: dict[str, str] | None = None, **overrides: Any) -> Settings:
+    """Defaults < TOML file < RAG_* environment variables < keyword overrides."""
+    env = dict(os.environ) if env is None else env
+    values: dict[str, Any] = {}
+    path = Path(config) if config else Path(env.get("RAG_CONFIG", "rag.toml"))
+    if path.is_file():
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+        unknown = set(data) - set(_FIELDS)
+        if unknown:
+            raise ValueError(f"unknown setting(s) {sorted(unknown)} in {path}; valid: {sorted(_FIELDS)}")
+        values.update(data)
+    for name in _FIELDS:
+        key = f"RAG_{name.upper()}"
+        if key in env:
+            values[name] = env[key]
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    unknown = set(values) - set(_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown setting(s) {sorted(unknown)}; valid: {sorted(_FIELDS)}")
+    return _coerce(Settings(**values))

@@ -1,0 +1,161 @@
+"""Store: the chunks, their vectors and their metadata in Chroma; the single source of truth for chunks.
+
+Embedded (`PersistentClient`, on disk under the index folder) by default, or a Chroma server
+(`HttpClient`) when `chroma_host` is set. Either way the collection is in cosine space, vectors are
+always passed in (no Chroma embedding function is ever attached, so nothing is downloaded), and
+telemetry is off. One collection per embedding model and dimension, with the model recorded in its
+metadata: vectors of two models are never compared (DESIGN.md rule 11).
+
+What it does not do: decide what is visible to search (the library's statuses do) or keep anything in
+memory beyond Chroma's own caches.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from rag.chunk import Chunk
+from rag.settings import Settings
+
+MAX_BATCH = 5000  # under Chroma's maximum batch (5461)
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    id: str
+    doc_id: str
+    text: str  # embedded text; content is text[header_len:]
+    meta: dict[str, Any]
+
+    @property
+    def content(self) -> str:
+        return self.text[int(self.meta["header_len"]):]
+
+
+class StoreError(RuntimeError):
+    """The store cannot be reached or used; the message says what to do."""
+
+
+def collection_name(prefix: str, model: str, dimension: int) -> str:
+    slug = re.sub(r"[^a-zA-Z0-9._-]+", "-", model).strip("-._") or "model"
+    return f"{prefix}-{slug}-{dimension}"[:500]
+
+
+def _chroma_settings():
+    from chromadb.config import Settings as ChromaSettings
+
+    return ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+
+
+class ChunkStore:
+    def __init__(self, settings: Settings, model: str, dimension: int):
+        import chromadb
+
+        self.settings = settings
+        self.model, self.dimension = model, dimension
+        self.remote = bool(settings.chroma_host)
+        try:
+            if self.remote:
+                self.client = chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port,
+                                                  settings=_chroma_settings())
+            else:
+                path = settings.index_path / "chroma"
+                path.mkdir(parents=True, exist_ok=True)
+                self.client = chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
+            self.name = collection_name(settings.collection_prefix, model, dimension)
+            self.collection = self.client.get_or_create_collection(
+                self.name,
+                configuration={"hnsw": {"space": "cosine", "ef_search": settings.hnsw_ef_search,
+                                        "ef_construction": 200}},
+                metadata={"embedding_model": model, "dimension": dimension, "space": "cosine"},
+                embedding_function=None,
+            )
+        except Exception as exc:
+            raise StoreError(self._explain(exc)) from exc
+        space = (self.collection.configuration or {}).get("hnsw", {}).get("space")
+        if space not in (None, "cosine"):
+            raise StoreError(f"collection {self.name} uses {space!r} space, not cosine: distances would mean nothing")
+
+    def _explain(self, exc: Exception) -> str:
+        if self.remote:
+            return (f"cannot use the Chroma server at {self.settings.chroma_host}:{self.settings.chroma_port} "
+                    f"({type(exc).__name__}: {exc}); is `chroma run` up?")
+        return f"cannot open the index at {self.settings.index_path} ({type(exc).__name__}: {exc})"
+
+    def _call(self, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            raise StoreError(self._explain(exc)) from exc
+
+    # --- writes ---------------------------------------------------------------------------------
+
+    def add(self, chunks: Sequence[Chunk], vectors: np.ndarray, extra: dict[str, Any]) -> None:
+        for i in range(0, len(chunks), MAX_BATCH):
+            part = chunks[i:i + MAX_BATCH]
+            metas = [{"doc_id": c.doc_id, "chunk_index": c.index, "section": c.section, "start": c.start,
+                      "end": c.end, "page": c.page, "page_end": c.page_end, "header_len": c.header_len,
+                      **extra} for c in part]
+            self._call(self.collection.upsert, ids=[c.id for c in part], embeddings=vectors[i:i + MAX_BATCH],
+                       documents=[c.text for c in part], metadatas=metas)
+
+    def delete_doc(self, doc_id: str) -> None:
+        self._call(self.collection.delete, where={"doc_id": doc_id})
+
+    def drop_other_collections(self) -> list[str]:
+        """Delete collections of other models once nothing needs them: their vectors cannot be compared."""
+        dropped = []
+        for c in self._call(self.client.list_collections):
+            name = getattr(c, "name", c)
+            if name.startswith(self.settings.collection_prefix + "-") and name != self.name:
+                self._call(self.client.delete_collection, name)
+                dropped.append(name)
+        return dropped
+
+    # --- reads ----------------------------------------------------------------------------------
+
+    def count(self) -> int:
+        return self._call(self.collection.count)
+
+    def all_chunks(self, page: int = 5000) -> Iterable[StoredChunk]:
+        offset = 0
+        while True:
+            got = self._call(self.collection.get, include=["documents", "metadatas"], limit=page, offset=offset)
+            for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"]):
+                yield StoredChunk(cid, meta["doc_id"], text, meta)
+            if len(got["ids"]) < page:
+                return
+            offset += page
+
+    def doc_chunk_ids(self, doc_id: str) -> list[str]:
+        return self._call(self.collection.get, where={"doc_id": doc_id}, include=[])["ids"]
+
+    def query(self, vector: np.ndarray, n: int, doc_ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """Nearest chunks as (id, cosine distance); `doc_ids` restricts the search before it runs."""
+        n = min(n, self.count())
+        if n <= 0:
+            return []
+        where = None
+        if doc_ids is not None:
+            if not doc_ids:
+                return []
+            where = {"doc_id": {"$in": list(doc_ids)}} if len(doc_ids) > 1 else {"doc_id": doc_ids[0]}
+        got = self._call(self.collection.query, query_embeddings=[vector], n_results=n, where=where, include=["distances"])
+        return list(zip(got["ids"][0], got["distances"][0]))
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        if not ids:
+            return {}
+        got = self._call(self.collection.get, ids=list(ids), include=["embeddings"])
+        return {cid: np.asarray(v, dtype=np.float32) for cid, v in zip(got["ids"], got["embeddings"])}
+
+    def size_on_disk(self) -> int | None:
+        if self.remote:
+            return None
+        root = self.settings.index_path / "chroma"
+        return sum(p.stat().st_size for p in Path(root).rglob("*") if p.is_file())
