@@ -214,11 +214,12 @@ def _extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
         if doc.page_count == 0:
             raise ExtractionError("the PDF has no pages")
         warnings = ["the PDF was damaged and has been repaired while reading; check its text"] if doc.is_repaired else []
-        pages: list[list[tuple[str, float]]] = []  # per page: (block text, largest font size)
+        pages: list[list[tuple[str, float, bool]]] = []  # per page: (block text, largest font size, in a margin)
         sizes: Counter[float] = Counter()
         try:
             for page in doc:
                 blocks = []
+                height = page.rect.height or 1.0
                 for b in page.get_text("dict", sort=True)["blocks"]:
                     if b.get("type") != 0:
                         continue
@@ -233,9 +234,11 @@ def _extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
                         lines.append(t)
                     text = _normalise_block("\n".join(lines))
                     if text:
-                        blocks.append((text, big))
+                        y0, y1 = b["bbox"][1], b["bbox"][3]
+                        blocks.append((text, big, y1 < 0.12 * height or y0 > 0.88 * height))
                 pages.append(blocks)
             toc = doc.get_toc(simple=True)
+            meta_title = _clean_heading((doc.metadata or {}).get("title") or "")
         except Exception as exc:
             raise ExtractionError(f"the PDF could not be read: {exc}") from None
 
@@ -260,7 +263,7 @@ def _extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
             pos += 2
         page_starts.append(pos)
         wanted = list(toc_by_page.get(pno, []))
-        for i, (text, big) in enumerate(blocks):
+        for i, (text, big, _) in enumerate(blocks):
             if i:
                 parts.append("\n\n")
                 pos += 2
@@ -280,7 +283,10 @@ def _extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
     text = "".join(parts)
     heads.sort()
 
-    title = next((h[3] for h in heads if h[2] == 1), None) or _title_from_first_line(text, name)[0]
+    # The title: the PDF's own, else a lone top-level outline entry or the one big-font heading.
+    tops = [h[3] for h in heads if h[2] == 1]
+    title = meta_title or (tops[0] if len(tops) == 1 else "") or \
+        _title_from_first_line("" if heads else text, name)[0]
     sections: list[Section] = []
     if heads:
         stack: list[tuple[int, str]] = []
@@ -303,20 +309,16 @@ def _extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
                      empty_pages=empty, warnings=warnings)
 
 
-def _drop_furniture(pages: list[list[tuple[str, float]]]) -> list[list[tuple[str, float]]]:
-    """Drop running headers and footers: first/last blocks whose digit-blind text repeats on most pages."""
+def _drop_furniture(pages: list[list[tuple[str, float, bool]]]) -> list[list[tuple[str, float, bool]]]:
+    """Drop running headers and footers: blocks in the top or bottom margin whose digit-blind text
+    repeats on most pages ("Handbook — page 3" and "Handbook — page 4" are the same furniture)."""
     if len(pages) < 3:
         return pages
     seen: Counter[str] = Counter()
     for blocks in pages:
-        edge = {_furniture_key(t) for t, _ in blocks[:2] + blocks[-2:]}
-        seen.update(edge)
+        seen.update({_furniture_key(t) for t, _, margin in blocks if margin})
     limit = max(3, int(0.6 * len(pages)))
     furniture = {k for k, n in seen.items() if n >= limit and len(k) <= 120}
     if not furniture:
         return pages
-    out = []
-    for blocks in pages:
-        n = len(blocks)
-        out.append([b for i, b in enumerate(blocks) if not ((i < 2 or i >= n - 2) and _furniture_key(b[0]) in furniture)])
-    return out
+    return [[b for b in blocks if not (b[2] and _furniture_key(b[0]) in furniture)] for blocks in pages]

@@ -1,0 +1,320 @@
+"""The engine end to end with real parts: MiniLM, a Chroma store on disk, bm25s, PDFs written here."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pymupdf
+import pytest
+
+import rag
+from rag import KEPT, OVER, gate
+from rag.answer import ExtractiveGenerator
+from rag.gate import CAPPED
+
+ERR_DOC = """# Device errors
+
+## Codes
+
+The controller reports ERR-4017 when the calibration table is missing.
+
+## Power
+
+Unplug the unit for ten seconds before restarting it.
+"""
+
+
+def write(folder: Path, name: str, text: str | bytes) -> Path:
+    p = folder / name
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return p
+
+
+def write_pdf(path: Path, paragraphs_by_page: list[list[str]]) -> Path:
+    doc = pymupdf.open()
+    for paras in paragraphs_by_page:
+        page = doc.new_page()
+        y = 72
+        for p in paras:
+            page.insert_textbox(pymupdf.Rect(72, y, 520, y + 150), p, fontsize=11)
+            y += 160
+    doc.save(path)
+    return path
+
+
+class CountingGenerator:
+    name = "counting"
+
+    def __init__(self):
+        self.calls = 0
+
+    def generate(self, question, citations):
+        self.calls += 1
+        yield "counted [1]"
+
+
+# --- vectors and distances --------------------------------------------------------------------------
+
+def test_vectors_are_unit_and_distances_are_cosine(sample_engine):
+    store = sample_engine.store
+    got = store.collection.get(include=["embeddings"], limit=50)
+    vecs = np.asarray(got["embeddings"], dtype=np.float64)
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    q = sample_engine.embedder.embed_batch(["how do I upload a file?"])[0].astype(np.float64)
+    res = store.collection.query(query_embeddings=[q.astype(np.float32)], n_results=10, include=["distances", "embeddings"])
+    for d, v in zip(res["distances"][0], np.asarray(res["embeddings"][0], dtype=np.float64)):
+        assert abs(d - (1 - q @ v)) < 1e-6
+        assert abs(d - np.sum((q - v) ** 2) / 2) < 1e-6
+
+
+def test_every_candidate_has_ranks_and_a_distance(sample_engine):
+    result = sample_engine.search("What happens when nothing passes the threshold?")
+    assert len(result.candidates) == sample_engine.settings.candidates
+    assert [c.fused_rank for c in result.candidates] == list(range(1, len(result.candidates) + 1))
+    assert all(c.dense_rank or c.bm25_rank for c in result.candidates)
+    bm25_only = [c for c in result.candidates if c.dense_rank is None]
+    q = sample_engine.embedder.embed_batch([result.query])[0]
+    for c in bm25_only:  # their distance comes from the stored vector
+        v = sample_engine.store.vectors([c.chunk_id])[c.chunk_id]
+        assert abs(c.distance - (1 - float(q @ v))) < 1e-5
+    fused = [c.fused_score for c in result.candidates]
+    assert fused == sorted(fused, reverse=True)
+
+
+# --- the gate -----------------------------------------------------------------------------------------
+
+def test_refusal_at_zero_reaches_no_generator_and_generous_threshold_cites(sample_engine):
+    gen = CountingGenerator()
+    turn = sample_engine.ask("How do I upload files?", threshold=0.0, generator=gen)
+    assert gen.calls == 0
+    assert turn.answer.refused
+    assert turn.answer.text == 'NO ANSWER: nothing under cosine distance 0.000 for "How do I upload files?"'
+    assert turn.gated.closest is not None and turn.gated.needed_threshold == turn.gated.closest.distance
+    assert all(v == OVER for v in turn.gated.verdicts)
+
+    searches = sample_engine.searches
+    regated = gate(turn.result, 1.0, 4)  # moving the slider: same candidates, no new search
+    assert sample_engine.searches == searches
+    assert [v for v in regated.verdicts].count(KEPT) == 4
+    assert regated.verdicts.count(CAPPED) == len(regated.candidates) - 4 - regated.verdicts.count(OVER)
+    ans = sample_engine.answer(regated)
+    assert not ans.refused and "[1]" in ans.text
+    for c in regated.citations:
+        assert c.quote and c.distance <= 1.0
+        doc = sample_engine.folder / c.doc_name
+        if c.page is None:
+            assert doc.read_text(encoding="utf-8").replace("\r\n", "\n")[c.start:c.end] == c.quote
+            assert c.link.endswith(f"#char={c.start},{c.end}")
+        else:
+            assert c.link.endswith(f"#page={c.page}") and c.locator.startswith("p")
+
+
+def test_extractive_answer_is_made_of_quoted_sentences(sample_engine):
+    turn = sample_engine.ask("Which file types can the app read?", threshold=0.9)
+    assert not turn.answer.refused
+    quotes = {c.n: c.quote for c in turn.gated.citations}
+    for chosen in turn.answer.chosen:
+        assert chosen.text in quotes[chosen.n]
+        assert f"{chosen.text} [{chosen.n}]" in turn.answer.text
+
+
+def test_exact_code_is_found_through_bm25(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    write(folder, "errors.md", ERR_DOC)
+    for i in range(6):
+        write(folder, f"filler-{i}.md", f"# Filler {i}\n\n## Part\n\nDevices report errors and codes in many ways, topic {i}.\n")
+    engine = make_engine(folder)
+    engine.sync()
+    result = engine.search("ERR-4017")
+    top = result.candidates[0]
+    assert top.doc_name == "errors.md" and "ERR-4017" in top.content
+    assert top.bm25_rank == 1
+
+
+# --- the library and the folder --------------------------------------------------------------------
+
+def test_bad_input_matrix_fails_each_with_a_reason_and_keeps_the_rest(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    write(folder, "good.md", ERR_DOC)
+    write_pdf(folder / "good.pdf", [["The warranty covers the blue pump for three years from purchase."]])
+    write(folder, "corrupt.pdf", b"%PDF-1.4\n" + bytes(range(256)) * 20)
+    enc = pymupdf.open(folder / "good.pdf")
+    enc.save(folder / "encrypted.pdf", encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="pw", owner_pw="ow")
+    write(folder, "empty.pdf", b"")
+    img = pymupdf.open()
+    page = img.new_page()
+    pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 40, 40), False)
+    pix.clear_with(120)
+    page.insert_image(pymupdf.Rect(50, 50, 200, 200), pixmap=pix)
+    img.save(folder / "scan.pdf")
+    write(folder, "binary.txt", b"\x00\x01\x02binary")
+    write(folder, "latin1.md", "Devolução em 30 dias".encode("latin-1"))
+    write(folder, "slides.pptx", b"PK\x03\x04")
+    engine = make_engine(folder)
+    report = engine.sync()
+    status = {o.path: (o.status, o.reason) for o in report.outcomes}
+    assert status["good.md"][0] == "indexed" and status["good.pdf"][0] == "indexed"
+    expected = {"corrupt.pdf": "not a readable PDF", "encrypted.pdf": "password", "empty.pdf": "empty",
+                "scan.pdf": "image-only", "binary.txt": "binary", "latin1.md": "not UTF-8", "slides.pptx": "unsupported"}
+    for name, words in expected.items():
+        st, reason = status[name]
+        assert st in ("failed", "skipped") and words in reason, (name, st, reason)
+    records = {r.path: r for r in engine.documents()}
+    assert records["corrupt.pdf"].status == "failed" and records["corrupt.pdf"].chunks == 0
+    assert "slides.pptx" not in records  # unsupported files are skipped, not recorded
+    assert engine.search("ERR-4017 calibration table").candidates[0].doc_name == "good.md"
+    assert engine.search("warranty blue pump").candidates[0].doc_name == "good.pdf"
+
+
+def test_second_sync_embeds_nothing_and_changes_are_picked_up(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    write(folder, "a.md", ERR_DOC)
+    write(folder, "b.txt", "Notes\n\nThe garden needs water every morning in summer.\n")
+    engine = make_engine(folder)
+    first = engine.sync()
+    assert first.count("indexed") == 2 and first.embedded > 0
+    again = engine.sync()
+    assert again.embedded == 0 and again.count("unchanged") == 2
+    write(folder, "b.txt", "Notes\n\nThe garden needs water every evening in autumn.\n")
+    third = engine.sync()
+    assert third.count("indexed") == 1 and third.count("unchanged") == 1
+    assert "evening" in engine.search("when to water the garden").candidates[0].content
+    rec = {r.path: r for r in engine.documents()}["b.txt"]
+    assert rec.chunks == len(engine.store.doc_chunk_ids(rec.doc_id)) == 1
+
+
+def test_deleted_file_leaves_both_indexes(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    write(folder, "keep.md", "# Keep\n\n## A\n\nThe lighthouse keeper logs every ship at night.\n")
+    gone = write(folder, "gone.md", ERR_DOC)
+    engine = make_engine(folder)
+    engine.sync()
+    doc_id = rag.engine.doc_id_for("gone.md")
+    assert engine.store.doc_chunk_ids(doc_id)
+    gone.unlink()
+    report = engine.sync()
+    assert report.count("removed") == 1
+    assert engine.store.doc_chunk_ids(doc_id) == []
+    assert all(c.doc_id != doc_id for c in engine.snapshot.chunks)
+    assert all(c.doc_name != "gone.md" for c in engine.search("ERR-4017").candidates)
+    assert engine.library.get(doc_id) is None
+    # remove() from the library view does the same for a file still on disk
+    keep_id = rag.engine.doc_id_for("keep.md")
+    engine.remove(keep_id)
+    assert engine.store.doc_chunk_ids(keep_id) == [] and engine.snapshot.chunks == []
+
+
+def test_changed_chunker_marks_stale_and_reindexes(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    write(folder, "a.md", ERR_DOC)
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.sync()
+    old = engine.documents()[0]
+    engine.close()
+    engine2 = make_engine(folder, index_dir=tmp_path / "idx", chunk_strategy="C")
+    rec = engine2.documents()[0]
+    assert rec.status == "stale" and rec.stamp == old.stamp
+    assert engine2.search("ERR-4017").candidates  # stale documents stay searchable until re-indexed
+    report = engine2.sync()
+    assert report.count("indexed") == 1
+    new = engine2.documents()[0]
+    assert new.status == "indexed" and new.stamp.chunker != old.stamp.chunker and "/C/" in new.stamp.chunker
+
+
+def test_model_chosen_by_path_marks_stale_and_reindexes(make_engine, tmp_path, embedder):
+    """A second model directory built from the installed MiniLM's files under another name."""
+    other = tmp_path / "my-minilm-copy"
+    shutil.copytree(embedder.path, other)
+    folder = tmp_path / "docs"
+    write(folder, "a.md", ERR_DOC)
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.sync()
+    engine.close()
+    engine2 = make_engine(folder, index_dir=tmp_path / "idx", model=str(other))
+    assert engine2.embedder.name == "my-minilm-copy"
+    rec = engine2.documents()[0]
+    assert rec.status == "stale"
+    assert engine2.snapshot.chunks == []  # the other model's vectors are never compared with this one's
+    engine2.sync()
+    rec = engine2.documents()[0]
+    assert rec.status == "indexed" and rec.stamp.model == "my-minilm-copy"
+    assert engine2.search("ERR-4017").candidates[0].doc_name == "a.md"
+    names = [getattr(c, "name", c) for c in engine2.store.client.list_collections()]
+    assert names == [engine2.store.name]  # the old model's collection is gone once nothing needs it
+
+
+def test_pending_work_from_a_crash_is_undone_at_start(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    write(folder, "a.md", ERR_DOC)
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.sync()
+    rec = engine.documents()[0]
+    rec.status = "pending"  # as if the process died between writing chunks and recording them
+    engine.library.put(rec)
+    engine.close()
+    engine2 = make_engine(folder, index_dir=tmp_path / "idx")
+    assert engine2.store.doc_chunk_ids(rec.doc_id) == []  # undone: no half document in the store
+    assert engine2.snapshot.chunks == []
+    report = engine2.sync()
+    assert report.count("indexed") == 1
+    assert engine2.documents()[0].status == "indexed"
+
+
+def test_upload_names_are_safe_and_conflicts_ask(make_engine, tmp_path):
+    engine = make_engine(tmp_path / "docs")
+    assert engine.save_upload("../../evil.md", b"# Evil\n\nText.\n") == "evil.md"
+    assert (tmp_path / "docs" / "evil.md").exists() and not (tmp_path / "evil.md").exists()
+    assert engine.save_upload("evil.md", b"# Evil\n\nText.\n") == "evil.md"  # same bytes: nothing to ask
+    with pytest.raises(rag.UploadError, match="already in the folder"):
+        engine.save_upload("EVIL.md", b"other bytes")
+    assert engine.save_upload("evil.md", b"other", on_conflict="rename") == "evil-2.md"
+    assert engine.save_upload("evil.md", b"replaced", on_conflict="replace") == "evil.md"
+    assert (tmp_path / "docs" / "evil.md").read_bytes() == b"replaced"
+    with pytest.raises(rag.UploadError, match="unsupported"):
+        engine.save_upload("x.exe", b"MZ")
+    small = make_engine(tmp_path / "docs2", max_upload_mb=1)
+    with pytest.raises(rag.UploadError, match="upload limit of 1 MB"):
+        small.save_upload("big.txt", b"x" * (1024 * 1024 + 1))
+
+
+def test_truncation_and_header_share_are_reported(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    long_sentence = ",".join("qwertyuiop" * 60)  # punctuation-dense: about one word-piece per character
+    write(folder, "long.md", f"# Long\n\n## Part\n\n{long_sentence}\n")
+    engine = make_engine(folder)
+    engine.sync()
+    rec = engine.documents()[0]
+    pieces = engine.embedder.count_wordpieces([c.text for c in engine.snapshot.chunks])
+    assert rec.truncated == sum(1 for n in pieces if n > 256) > 0
+    assert any("encoder window" in w for w in rec.warnings)
+    assert 0 < rec.header_share < 0.5
+
+
+def test_filter_by_document_applies_before_search(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    write(folder, "errors.md", ERR_DOC)
+    write(folder, "garden.md", "# Garden\n\n## Water\n\nWater the tomatoes every morning.\n")
+    engine = make_engine(folder)
+    engine.sync()
+    garden = rag.engine.doc_id_for("garden.md")
+    result = engine.search("ERR-4017", doc_ids=[garden])
+    assert result.candidates and {c.doc_name for c in result.candidates} == {"garden.md"}
+
+
+def test_question_during_indexing_sees_only_whole_documents(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    write(folder, "a.md", ERR_DOC)
+    engine = make_engine(folder)
+    engine.sync()
+    before = engine.snapshot
+    # Write a document's chunks to the store the way the indexer does, but stop before recording it.
+    write(folder, "b.md", "# B\n\n## X\n\nThe ERR-4017 code also appears in the second manual.\n")
+    rec, chunks = engine._prepare("b.md")
+    engine.library.put(rec)  # pending
+    engine.store.add(chunks, engine.embedder.embed_batch([c.text for c in chunks]), {"lang": "en"})
+    engine.reload()
+    assert all(c.doc_name == "a.md" for c in engine.search("ERR-4017 second manual").candidates)
+    assert len(engine.snapshot.chunks) == len(before.chunks)

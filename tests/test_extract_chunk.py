@@ -1,0 +1,260 @@
+"""Extraction and chunking on real files: offsets found in the canonical text, boundaries respected.
+
+PDFs are written by the tests with pymupdf; the sample folder's own documents are checked too.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pymupdf
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from rag.chunk import chunk_document, header_for, paragraphs, strategy
+from rag.extract import ExtractionError, extract, extract_bytes
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+SAMPLE_FILES = sorted(p for p in DATA.rglob("*") if p.suffix in (".md", ".txt", ".pdf"))
+
+
+def assert_offsets(doc, chunks):
+    for c in chunks:
+        assert doc.text[c.start:c.end] == c.content, (c.id, c.start, c.end)
+        assert c.text.endswith(c.content)
+        assert c.content.strip() == c.content and c.content
+
+
+@pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("how", list("ABCDEF"))
+def test_offset_invariant_on_every_sample_document(path, how):
+    doc = extract(path, path.relative_to(DATA).as_posix())
+    chunks = chunk_document(doc, "d", how)
+    assert chunks
+    assert_offsets(doc, chunks)
+    if how in "CDEF":  # boundary strategies stay within the budget plus the overlap
+        assert max(len(c.content) for c in chunks) <= 512 + (64 if how in "DF" else 0)
+
+
+def test_sample_folder_has_every_kind():
+    assert {p.suffix for p in SAMPLE_FILES} == {".md", ".txt", ".pdf"}
+
+
+# --- random Markdown ----------------------------------------------------------------------------
+
+words = st.text(alphabet=st.sampled_from("abcdeçãé fgh  .!?\t|-#*"), min_size=1, max_size=60)
+line = st.one_of(words, st.builds(lambda w: "## " + w, words), st.builds(lambda w: "# " + w, words),
+                 st.just(""), st.just("```"), st.builds(lambda w: "| " + w + " |", words), st.just("|---|"))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(line, min_size=1, max_size=80), st.sampled_from(list("ABCDEF")), st.sampled_from(["\n", "\r\n"]))
+def test_offset_invariant_on_random_markdown(lines, how, newline):
+    raw = newline.join(lines)
+    try:
+        doc = extract_bytes(raw.encode(), "random.md")
+    except ExtractionError as exc:
+        assert "no text" in exc.reason or "empty" in exc.reason  # the only acceptable failures here
+        return
+    chunks = chunk_document(doc, "r", strategy(how, budget=120))
+    assert_offsets(doc, chunks)
+    # Everything that is not a heading or blank is somewhere in a chunk: nothing is lost.
+    covered = set()
+    for c in chunks:
+        covered.update(range(c.start, c.end))
+    heading = re.compile(r"^#{1,6}[ \t]")
+    pos = 0
+    for ln in doc.text.split("\n"):
+        if ln.strip() and not heading.match(ln):
+            first = pos + (len(ln) - len(ln.lstrip()))
+            if doc.sections and any(s.start <= first < s.end for s in doc.sections):
+                assert first in covered, (ln, doc.text)
+        pos += len(ln) + 1
+
+
+# --- boundaries ---------------------------------------------------------------------------------
+
+def test_paragraphs_are_never_cut_and_long_ones_split_at_sentences():
+    short = "Short paragraph one stays whole."
+    long_para = " ".join(f"Sentence number {i} talks about chunk budgets and limits." for i in range(20))
+    doc = extract_bytes(f"# T\n\n## S\n\n{short}\n\n{long_para}\n\nTail paragraph.\n".encode(), "t.md")
+    chunks = chunk_document(doc, "d")
+    assert any(short in c.content for c in chunks)
+    for c in chunks:
+        assert len(c.content) <= 512
+        assert c.content.endswith("."), c.content  # split pieces end at a sentence end
+    # Blind cuts do cut sentences.
+    blind = chunk_document(doc, "d", "A")
+    assert any(not c.content.endswith(".") for c in blind)
+
+
+def test_header_is_embedded_but_never_quoted():
+    doc = extract_bytes(b"# Handbook\n\n## Upload\n\n### Limits\n\nUploads stop at 50 MB.\n", "h.md")
+    (c,) = chunk_document(doc, "d")
+    assert c.text == "[Handbook > Upload > Limits]\nUploads stop at 50 MB."
+    assert c.content == "Uploads stop at 50 MB."
+    assert c.section == "Upload > Limits"
+    (nh,) = chunk_document(doc, "d", "C")
+    assert nh.text == nh.content
+
+
+def test_table_rows_cut_from_their_header_carry_it():
+    rows = "\n".join(f"| ERR-{1000 + i} | meaning number {i} of this code | do thing {i} |" for i in range(30))
+    md = f"# Codes\n\n## Table\n\n| Code | Meaning | Fix |\n| --- | --- | --- |\n{rows}\n"
+    doc = extract_bytes(md.encode(), "codes.md")
+    chunks = chunk_document(doc, "d")
+    assert len(chunks) > 2
+    assert chunks[0].content.startswith("| Code |")
+    for c in chunks[1:]:
+        assert "| Code | Meaning | Fix |\n| --- | --- | --- |\n" in c.text
+        assert not c.content.startswith("| Code")
+        assert c.content.startswith("| ERR-")
+    assert_offsets(doc, chunks)
+
+
+def test_headings_inside_code_fences_are_not_sections():
+    md = "# Doc\n\n## Real\n\nText.\n\n```\n## not a heading\n```\n"
+    doc = extract_bytes(md.encode(), "f.md")
+    assert [s.path for s in doc.sections] == [("Real",)]
+
+
+def test_long_first_line_never_becomes_the_title():
+    para = "This first line is a long paragraph " * 25
+    doc = extract_bytes(f"{para}\n\nSecond paragraph.\n".encode(), "notes_2024.txt")
+    assert doc.title == "notes 2024"
+    short = extract_bytes(b"Meeting notes\n\nWe met and talked.\n", "x.txt")
+    assert short.title == "Meeting notes"
+    assert all(len(header_for("x" * 500, ("y" * 300,))) <= 120 for _ in range(1))
+
+
+def test_header_is_capped():
+    h = header_for("T" * 400, ("S" * 400, "U" * 50))
+    assert len(h) <= 120 and h.startswith("[T") and h.endswith("]")
+
+
+def test_crlf_and_bom_are_normalised_and_offsets_still_hold():
+    raw = "\ufeff# Title\r\n\r\n## A\r\n\r\nLine one.\r\nLine two.\r\n".encode()
+    doc = extract_bytes(raw, "crlf.md")
+    assert "\r" not in doc.text and not doc.text.startswith("\ufeff")
+    assert_offsets(doc, chunk_document(doc, "d"))
+
+
+# --- PDFs written here ------------------------------------------------------------------------------
+
+def make_pdf(path: Path, pages: list[list[str]], footer: str | None = "Company handbook — page {n}",
+             toc: list[tuple[int, str, int]] | None = None, heading_pages: dict[int, str] | None = None) -> Path:
+    doc = pymupdf.open()
+    for n, paras in enumerate(pages, start=1):
+        page = doc.new_page()
+        y = 72
+        if heading_pages and n in heading_pages:
+            page.insert_text((72, y), heading_pages[n], fontsize=18)
+            y += 40
+        for p in paras:
+            rect = pymupdf.Rect(72, y, 520, y + 120)
+            page.insert_textbox(rect, p, fontsize=11)
+            y += 130
+        if footer:
+            page.insert_text((72, 800), footer.format(n=n), fontsize=9)
+    if toc:
+        doc.set_toc(toc)
+    doc.save(path)
+    return path
+
+
+def test_pdf_pages_footers_and_outline(tmp_path):
+    pages = [[f"Paragraph {p} on page {n} explains the policy number {n * 10 + p}." for p in range(2)] for n in range(1, 5)]
+    pdf = make_pdf(tmp_path / "h.pdf", pages, toc=[(1, "Intro", 1), (1, "Details", 3)])
+    doc = extract(pdf)
+    assert doc.pages == 4 and doc.empty_pages == 0
+    assert "Company handbook" not in doc.text  # the repeating footer is dropped
+    for n in range(1, 5):
+        off = doc.text.index(f"on page {n} ")
+        assert doc.page_at(off) == n
+    chunks = chunk_document(doc, "p")
+    assert_offsets(doc, chunks)
+    by_page = {c.page for c in chunks}
+    assert by_page == {1, 2, 3, 4} or by_page <= {1, 2, 3, 4}
+    assert {c.section for c in chunks} >= {"Intro", "Details"}
+    for c in chunks:
+        assert str(c.page) in c.content.split("page ")[1][:2] or c.page == doc.page_at(c.start)
+
+
+def test_pdf_heading_fonts_become_sections_without_outline(tmp_path):
+    pages = [["Body text of the first part, plain and long enough to be body."],
+             ["Body text of the second part, also plain prose for the reader."]]
+    pdf = make_pdf(tmp_path / "f.pdf", pages, footer=None, heading_pages={1: "Returns", 2: "Shipping"})
+    doc = extract(pdf)
+    assert [s.path for s in doc.sections] == [("Returns",), ("Shipping",)] or \
+        [s.path[-1] for s in doc.sections] == ["Returns", "Shipping"]
+
+
+@pytest.mark.parametrize("case", ["random", "empty", "png", "encrypted", "image_only", "truncated"])
+def test_bad_pdfs_fail_with_a_reason(tmp_path, case):
+    p = tmp_path / f"{case}.pdf"
+    good = make_pdf(tmp_path / "good.pdf", [["Some real text here for the record."]] * 3)
+    if case == "random":
+        p.write_bytes(bytes(range(256)) * 40)
+        expect = "not a readable PDF"
+    elif case == "empty":
+        p.write_bytes(b"")
+        expect = "empty"
+    elif case == "png":
+        pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 8, 8), False)
+        p.write_bytes(pix.tobytes("png"))
+        expect = "not a PDF"
+    elif case == "encrypted":
+        d = pymupdf.open(good)
+        d.save(p, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="secret", owner_pw="owner")
+        expect = "password"
+    elif case == "image_only":
+        d = pymupdf.open()
+        for _ in range(2):
+            page = d.new_page()
+            pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 50, 50), False)
+            pix.clear_with(200)
+            page.insert_image(pymupdf.Rect(50, 50, 300, 300), pixmap=pix)
+        d.save(p)
+        expect = "scanned or image-only"
+    else:  # truncated: pymupdf repairs what it can; either it reads with a warning or fails with a reason
+        data = good.read_bytes()
+        p.write_bytes(data[: len(data) // 2])
+        try:
+            doc = extract(p)
+        except ExtractionError as exc:
+            assert exc.reason
+        else:
+            assert doc.warnings and "repaired" in doc.warnings[0]
+        return
+    with pytest.raises(ExtractionError) as info:
+        extract(p)
+    assert expect in info.value.reason
+
+
+@pytest.mark.parametrize("name,data,expect", [
+    ("bin.txt", b"abc\x00def", "binary"),
+    ("latin.md", "Devolução".encode("latin-1"), "not UTF-8"),
+    ("empty.md", b"", "empty"),
+    ("blank.txt", b"   \n\n  ", "no text"),
+    ("doc.docx", b"PK\x03\x04", "unsupported"),
+])
+def test_bad_text_inputs_fail_with_a_reason(name, data, expect):
+    with pytest.raises(ExtractionError) as info:
+        extract_bytes(data, name)
+    assert expect in info.value.reason
+
+
+def test_limits_name_the_limit(tmp_path):
+    with pytest.raises(ExtractionError) as info:
+        extract_bytes(b"x" * 2000, "big.txt", max_chars=1000)
+    assert "limit is 1,000" in info.value.reason
+    pdf = make_pdf(tmp_path / "many.pdf", [["text"]] * 5, footer=None)
+    with pytest.raises(ExtractionError) as info:
+        extract(pdf, max_pages=3)
+    assert "5 pages" in info.value.reason and "limit is 3" in info.value.reason
+
+
+def test_paragraphs_are_trimmed_spans():
+    text = "  a b  \n\n\n c \n \nd"
+    assert [text[s:e] for s, e in paragraphs(text, 0, len(text))] == ["a b", "c", "d"]
