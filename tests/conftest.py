@@ -58,3 +58,58 @@ def sample_engine(sample_folder, embedder, tmp_path_factory) -> Engine:
     report = engine.sync()
     assert report.count("failed") == 0, report.outcomes
     return engine
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory):
+    """A real `chroma run` server on 127.0.0.1, for the scale-out path; stopped with SIGTERM."""
+    import os
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    port = _free_port()
+    chroma = Path(sys.executable).parent / "chroma"
+    log = tmp_path_factory.mktemp("chroma-server") / "server.log"
+    env = dict(os.environ, ANONYMIZED_TELEMETRY="False")
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(chroma), "run", "--path", str(log.parent / "db"), "--host", "127.0.0.1",
+                                 "--port", str(port)], stdout=out, stderr=subprocess.STDOUT, env=env)
+    deadline = time.time() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1):
+                break
+        except OSError:
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"chroma run did not start: {log.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.3)
+    yield {"host": "127.0.0.1", "port": port, "proc": proc}
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+@pytest.fixture(params=["embedded", "server"])
+def store_engine(request, make_engine):
+    """make_engine, once with the embedded store and once against a real `chroma run` server."""
+    if request.param == "embedded":
+        return make_engine
+    server = request.getfixturevalue("chroma_server")
+    import uuid
+
+    prefix = "t" + uuid.uuid4().hex[:10]  # one server for the session: keep each test's collections apart
+
+    def make(folder=None, **overrides):
+        overrides.setdefault("collection_prefix", prefix)
+        return make_engine(folder, chroma_host=server["host"], chroma_port=server["port"], **overrides)
+
+    return make

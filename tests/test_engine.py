@@ -121,12 +121,12 @@ def test_extractive_answer_is_made_of_quoted_sentences(sample_engine):
         assert f"{chosen.text} [{chosen.n}]" in turn.answer.text
 
 
-def test_exact_code_is_found_through_bm25(make_engine, tmp_path):
+def test_exact_code_is_found_through_bm25(store_engine, tmp_path):
     folder = tmp_path / "docs"
     write(folder, "errors.md", ERR_DOC)
     for i in range(6):
         write(folder, f"filler-{i}.md", f"# Filler {i}\n\n## Part\n\nDevices report errors and codes in many ways, topic {i}.\n")
-    engine = make_engine(folder)
+    engine = store_engine(folder)
     engine.sync()
     result = engine.search("ERR-4017")
     top = result.candidates[0]
@@ -136,7 +136,7 @@ def test_exact_code_is_found_through_bm25(make_engine, tmp_path):
 
 # --- the library and the folder --------------------------------------------------------------------
 
-def test_bad_input_matrix_fails_each_with_a_reason_and_keeps_the_rest(make_engine, tmp_path):
+def test_bad_input_matrix_fails_each_with_a_reason_and_keeps_the_rest(store_engine, tmp_path):
     folder = tmp_path / "docs"
     write(folder, "good.md", ERR_DOC)
     write_pdf(folder / "good.pdf", [["The warranty covers the blue pump for three years from purchase."]])
@@ -153,7 +153,7 @@ def test_bad_input_matrix_fails_each_with_a_reason_and_keeps_the_rest(make_engin
     write(folder, "binary.txt", b"\x00\x01\x02binary")
     write(folder, "latin1.md", "Devolução em 30 dias".encode("latin-1"))
     write(folder, "slides.pptx", b"PK\x03\x04")
-    engine = make_engine(folder)
+    engine = store_engine(folder)
     report = engine.sync()
     status = {o.path: (o.status, o.reason) for o in report.outcomes}
     assert status["good.md"][0] == "indexed" and status["good.pdf"][0] == "indexed"
@@ -169,11 +169,11 @@ def test_bad_input_matrix_fails_each_with_a_reason_and_keeps_the_rest(make_engin
     assert engine.search("warranty blue pump").candidates[0].doc_name == "good.pdf"
 
 
-def test_second_sync_embeds_nothing_and_changes_are_picked_up(make_engine, tmp_path):
+def test_second_sync_embeds_nothing_and_changes_are_picked_up(store_engine, tmp_path):
     folder = tmp_path / "docs"
     write(folder, "a.md", ERR_DOC)
     write(folder, "b.txt", "Notes\n\nThe garden needs water every morning in summer.\n")
-    engine = make_engine(folder)
+    engine = store_engine(folder)
     first = engine.sync()
     assert first.count("indexed") == 2 and first.embedded > 0
     again = engine.sync()
@@ -186,11 +186,11 @@ def test_second_sync_embeds_nothing_and_changes_are_picked_up(make_engine, tmp_p
     assert rec.chunks == len(engine.store.doc_chunk_ids(rec.doc_id)) == 1
 
 
-def test_deleted_file_leaves_both_indexes(make_engine, tmp_path):
+def test_deleted_file_leaves_both_indexes(store_engine, tmp_path):
     folder = tmp_path / "docs"
     write(folder, "keep.md", "# Keep\n\n## A\n\nThe lighthouse keeper logs every ship at night.\n")
     gone = write(folder, "gone.md", ERR_DOC)
-    engine = make_engine(folder)
+    engine = store_engine(folder)
     engine.sync()
     doc_id = rag.engine.doc_id_for("gone.md")
     assert engine.store.doc_chunk_ids(doc_id)
@@ -207,14 +207,14 @@ def test_deleted_file_leaves_both_indexes(make_engine, tmp_path):
     assert engine.store.doc_chunk_ids(keep_id) == [] and engine.snapshot.chunks == []
 
 
-def test_changed_chunker_marks_stale_and_reindexes(make_engine, tmp_path):
+def test_changed_chunker_marks_stale_and_reindexes(store_engine, tmp_path):
     folder = tmp_path / "docs"
     write(folder, "a.md", ERR_DOC)
-    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine = store_engine(folder, index_dir=tmp_path / "idx")
     engine.sync()
     old = engine.documents()[0]
     engine.close()
-    engine2 = make_engine(folder, index_dir=tmp_path / "idx", chunk_strategy="C")
+    engine2 = store_engine(folder, index_dir=tmp_path / "idx", chunk_strategy="C")
     rec = engine2.documents()[0]
     assert rec.status == "stale" and rec.stamp == old.stamp
     assert engine2.search("ERR-4017").candidates  # stale documents stay searchable until re-indexed
@@ -224,16 +224,16 @@ def test_changed_chunker_marks_stale_and_reindexes(make_engine, tmp_path):
     assert new.status == "indexed" and new.stamp.chunker != old.stamp.chunker and "/C/" in new.stamp.chunker
 
 
-def test_model_chosen_by_path_marks_stale_and_reindexes(make_engine, tmp_path, embedder):
+def test_model_chosen_by_path_marks_stale_and_reindexes(store_engine, tmp_path, embedder):
     """A second model directory built from the installed MiniLM's files under another name."""
     other = tmp_path / "my-minilm-copy"
     shutil.copytree(embedder.path, other)
     folder = tmp_path / "docs"
     write(folder, "a.md", ERR_DOC)
-    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine = store_engine(folder, index_dir=tmp_path / "idx")
     engine.sync()
     engine.close()
-    engine2 = make_engine(folder, index_dir=tmp_path / "idx", model=str(other))
+    engine2 = store_engine(folder, index_dir=tmp_path / "idx", model=str(other))
     assert engine2.embedder.name == "my-minilm-copy"
     rec = engine2.documents()[0]
     assert rec.status == "stale"
@@ -243,19 +243,20 @@ def test_model_chosen_by_path_marks_stale_and_reindexes(make_engine, tmp_path, e
     assert rec.status == "indexed" and rec.stamp.model == "my-minilm-copy"
     assert engine2.search("ERR-4017").candidates[0].doc_name == "a.md"
     names = [getattr(c, "name", c) for c in engine2.store.client.list_collections()]
+    names = [n for n in names if n.startswith(engine2.settings.collection_prefix + "-")]
     assert names == [engine2.store.name]  # the old model's collection is gone once nothing needs it
 
 
-def test_pending_work_from_a_crash_is_undone_at_start(make_engine, tmp_path):
+def test_pending_work_from_a_crash_is_undone_at_start(store_engine, tmp_path):
     folder = tmp_path / "docs"
     write(folder, "a.md", ERR_DOC)
-    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine = store_engine(folder, index_dir=tmp_path / "idx")
     engine.sync()
     rec = engine.documents()[0]
     rec.status = "pending"  # as if the process died between writing chunks and recording them
     engine.library.put(rec)
     engine.close()
-    engine2 = make_engine(folder, index_dir=tmp_path / "idx")
+    engine2 = store_engine(folder, index_dir=tmp_path / "idx")
     assert engine2.store.doc_chunk_ids(rec.doc_id) == []  # undone: no half document in the store
     assert engine2.snapshot.chunks == []
     report = engine2.sync()
@@ -293,21 +294,21 @@ def test_truncation_and_header_share_are_reported(make_engine, tmp_path):
     assert 0 < rec.header_share < 0.5
 
 
-def test_filter_by_document_applies_before_search(make_engine, tmp_path):
+def test_filter_by_document_applies_before_search(store_engine, tmp_path):
     folder = tmp_path / "docs"
     write(folder, "errors.md", ERR_DOC)
     write(folder, "garden.md", "# Garden\n\n## Water\n\nWater the tomatoes every morning.\n")
-    engine = make_engine(folder)
+    engine = store_engine(folder)
     engine.sync()
     garden = rag.engine.doc_id_for("garden.md")
     result = engine.search("ERR-4017", doc_ids=[garden])
     assert result.candidates and {c.doc_name for c in result.candidates} == {"garden.md"}
 
 
-def test_question_during_indexing_sees_only_whole_documents(make_engine, tmp_path):
+def test_question_during_indexing_sees_only_whole_documents(store_engine, tmp_path):
     folder = tmp_path / "docs"
     write(folder, "a.md", ERR_DOC)
-    engine = make_engine(folder)
+    engine = store_engine(folder)
     engine.sync()
     before = engine.snapshot
     # Write a document's chunks to the store the way the indexer does, but stop before recording it.
