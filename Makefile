@@ -1,0 +1,29 @@
+# Two commands do all the set-up on a fresh machine (Python 3.11, Linux):
+#   make app    installs, indexes the sample folder (data/) and starts the app on http://127.0.0.1:8501
+#   make test   installs (with the test tools and a headless Chromium) and runs the whole test suite
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+FOLDER ?= data
+
+.PHONY: install app test bench
+
+# torch first, pinned: that CPU build is what these machines have; a bare `torch` pulls a multi-GB GPU build.
+$(BIN)/rag: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+install: $(BIN)/rag
+
+app: install
+	$(BIN)/rag --folder $(FOLDER) index
+	RAG_FOLDER=$(FOLDER) $(BIN)/streamlit run streamlit_app.py
+
+test: install
+	bash scripts/install-browser.sh
+	$(BIN)/pytest -q -p no:cacheprovider
+
+bench: install
+	$(BIN)/python bench/bench_engine.py

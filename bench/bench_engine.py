@@ -1,0 +1,144 @@
+"""Benchmark the engine at 1k and 10k chunks (issue 2): indexing cost against the bare model, per-stage
+query latency, and Chroma's HNSW recall@20 against an exact scan of the same vectors.
+
+    .venv/bin/python bench/bench_engine.py            # 1k and 10k chunks
+    .venv/bin/python bench/bench_engine.py --sizes 1000 --queries 100
+
+Synthetic Markdown documents (10 sections, one ~480-character paragraph each, so one chunk per
+paragraph) are written to bench/out/, indexed by a real Engine (MiniLM, Chroma on disk, bm25s), and
+queried with questions drawn from the same vocabulary. Figures print as a Markdown table; nothing is
+asserted (shared machines are noisy: read the ratios, which are measured in one run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import rag  # noqa: E402
+from rag import Engine, gate, load_settings  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "out"
+WORDS = ("index folder chunk question answer threshold distance citation quote page section upload file "
+         "model vector search keyword fusion rank table library status failed reason stamp embed token "
+         "window header paragraph sentence boundary overlap budget store server lock crash restart memory "
+         "battery pump valve sensor garden river winter harvest ledger invoice contract warranty policy "
+         "engine turbine bridge harbour signal network planet orbit fossil glacier desert forest canyon").split()
+
+
+def paragraph(rng: random.Random, n_chars: int = 480) -> str:
+    out, size = [], 0
+    while size < n_chars:
+        sent = " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))).capitalize() + "."
+        out.append(sent)
+        size += len(sent) + 1
+    return " ".join(out)[:n_chars].rsplit(" ", 1)[0] + "."
+
+
+def write_corpus(folder: Path, chunks: int, seed: int = 7) -> None:
+    rng = random.Random(seed)
+    folder.mkdir(parents=True)
+    for d in range(chunks // 10):
+        parts = [f"# Document {d}\n"]
+        for s in range(10):
+            parts.append(f"## Section {s}\n\n{paragraph(rng)}\n")
+        (folder / f"doc-{d:05d}.md").write_text("\n".join(parts), encoding="utf-8")
+
+
+def pct(xs: list[float], q: float) -> float:
+    return float(np.percentile(xs, q))
+
+
+def run(size: int, queries: int) -> dict:
+    root = OUT / f"engine-{size}"
+    shutil.rmtree(root, ignore_errors=True)
+    write_corpus(root / "docs", size)
+    settings = load_settings(env={}, folder=root / "docs", index_dir=root / "index")
+    engine = Engine(settings)
+    t = time.perf_counter()
+    report = engine.sync()
+    index_s = time.perf_counter() - t
+    n = len(engine.snapshot.chunks)
+    texts = [c.text for c in engine.snapshot.chunks]
+    t = time.perf_counter()
+    engine.embedder.embed_batch(texts)
+    encode_s = time.perf_counter() - t
+    t = time.perf_counter()
+    again = engine.sync()
+    resync_s = time.perf_counter() - t
+    # Query as the app does after a start: a fresh engine over the finished index.
+    engine.close()
+    engine = Engine(settings, embedder=engine.embedder)
+
+    rng = random.Random(11)
+    qs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8))) + "?" for _ in range(queries)]
+    for q in qs[:5]:
+        engine.search(q)  # warm-up
+    stages: dict[str, list[float]] = {"embed": [], "bm25": [], "dense": [], "fusion": [], "gate": []}
+    for q in qs:
+        r = engine.search(q)
+        t = time.perf_counter()
+        gate(r, 0.675, 4)
+        stages["gate"].append((time.perf_counter() - t) * 1000)
+        for k in ("embed", "bm25", "dense", "fusion"):
+            stages[k].append(r.timings_ms[k])
+    beyond = [b + d + f + g for b, d, f, g in zip(stages["bm25"], stages["dense"], stages["fusion"], stages["gate"])]
+
+    # HNSW recall@20 against an exact scan of the very vectors Chroma holds.
+    got = engine.store.collection.get(include=["embeddings"], limit=n + 10)
+    ids = np.array(got["ids"])
+    mat = np.asarray(got["embeddings"], dtype=np.float32)
+    qv = engine.embedder.embed_batch(qs)
+    hits = 0
+    for v in qv:
+        exact = set(ids[np.argsort(-(mat @ v))[:20]])
+        approx = {cid for cid, _ in engine.store.query(v, 20)}
+        hits += len(exact & approx)
+    recall = hits / (20 * len(qv))
+    return {
+        "chunks": n, "index_s": index_s, "index_ms_per_chunk": index_s / n * 1000,
+        "encode_ms_per_chunk": encode_s / n * 1000, "index_over_encode": index_s / encode_s,
+        "resync_s": resync_s, "resync_embedded": again.embedded, "first_embedded": report.embedded,
+        **{f"{k}_median_ms": statistics.median(v) for k, v in stages.items()},
+        **{f"{k}_p95_ms": pct(v, 95) for k, v in stages.items()},
+        "beyond_embed_median_ms": statistics.median(beyond), "beyond_embed_p95_ms": pct(beyond, 95),
+        "hnsw_recall_at_20": recall,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    ap.add_argument("--queries", type=int, default=200)
+    args = ap.parse_args()
+    OUT.mkdir(exist_ok=True)
+    import torch
+
+    machine = f"{platform.machine()}, {torch.get_num_threads()} torch threads, Python {platform.python_version()}"
+    rows = [run(s, args.queries) for s in args.sizes]
+    (OUT / "bench_engine.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=2))
+    print(f"machine: {machine}; rag {rag.__name__}; {args.queries} queries per size\n")
+    print("| chunks | index ms/chunk | bare encode ms/chunk | index / encode | re-sync (embedded) | "
+          "embed ms med/p95 | BM25 | dense | fusion | gate | beyond embed med/p95 | HNSW recall@20 |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        st = lambda k: f"{r[k + '_median_ms']:.2f}/{r[k + '_p95_ms']:.2f}"  # noqa: E731
+        print(f"| {r['chunks']:,} | {r['index_ms_per_chunk']:.1f} | {r['encode_ms_per_chunk']:.1f} | "
+              f"{r['index_over_encode']:.2f} | {r['resync_s']:.1f} s ({r['resync_embedded']}) | {st('embed')} | "
+              f"{st('bm25')} | {st('dense')} | {st('fusion')} | {st('gate')} | "
+              f"{r['beyond_embed_median_ms']:.2f}/{r['beyond_embed_p95_ms']:.2f} | {r['hnsw_recall_at_20']:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
