@@ -1,0 +1,110 @@
+"""The library: one row per document in the folder's index, with what indexing found and did.
+
+Shows status (and the reason when a file failed), pages, characters extracted, pages without text
+(scans), chunks, chunks truncated by the encoder window, the header's share of embedded tokens, the
+stamp (model, chunker, extractor) and when it was indexed. Actions: re-index one, retry a failed one,
+re-index every stale one, delete one (its chunks leave both indexes; the file itself only if asked),
+rescan the folder. All of it through the engine's public functions; names and reasons render inert.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `ui` lives beside streamlit_app.py
+
+import ui  # noqa: E402
+
+st.set_page_config(page_title="Library · Chat with your folder", page_icon=":material/folder_open:", layout="wide")
+
+ui.folder_picker()
+ws = ui.workspace()
+engine = ws.engine
+
+st.title("Library")
+stats = engine.stats()
+total_chars = sum(stats.languages.values()) or 1
+languages = ", ".join(f"{lang} {100 * n / total_chars:.0f}%" for lang, n in
+                      sorted(stats.languages.items(), key=lambda kv: -kv[1])) or "none yet"
+st.markdown(
+    f"**{stats.documents} documents** ({stats.indexed} indexed, {stats.failed} failed, {stats.stale} stale, "
+    f"{stats.pending} pending) · **{stats.chunks} chunks** · {ui.human_size(stats.size_on_disk)} on disk · "
+    f"model {ui.md_escape(stats.model)} ({stats.dimension}d) · languages: {ui.md_escape(languages)}")
+
+docs = engine.documents()
+rows = [{
+    "name": d.name,
+    "folder": str(Path(d.path).parent) if "/" in d.path else "",
+    "type": d.kind,
+    "status": d.status,
+    "reason": d.reason,
+    "pages": d.pages or None,
+    "chars": d.chars,
+    "empty pages": d.empty_pages,
+    "chunks": d.chunks,
+    "truncated": d.truncated,
+    "header share": d.header_share,
+    "stamp": d.stamp.label() if d.stamp else "",
+    "indexed at": datetime.fromtimestamp(d.indexed_at) if d.indexed_at else None,
+} for d in docs]
+frame = pd.DataFrame(rows, columns=["name", "folder", "type", "status", "reason", "pages", "chars", "empty pages",
+                                    "chunks", "truncated", "header share", "stamp", "indexed at"])
+st.dataframe(frame, hide_index=True, width="stretch", column_config={
+    "status": st.column_config.TextColumn("status", help="indexed · failed (see reason) · stale (indexed with "
+                                          "another model, chunker or extractor: re-index) · pending"),
+    "reason": st.column_config.TextColumn("reason", width="large", help="Why the file could not be indexed"),
+    "chars": st.column_config.NumberColumn("chars", help="Characters of text extracted"),
+    "empty pages": st.column_config.NumberColumn("empty pages", help="PDF pages without a text layer (scans)"),
+    "truncated": st.column_config.NumberColumn(
+        "truncated", help="Chunks longer than the encoder's 256 word-pieces: their ends are not embedded"),
+    "header share": st.column_config.ProgressColumn(
+        "header share", min_value=0.0, max_value=1.0, format="percent",
+        help="Share of embedded tokens taken by the [Document > Section] header"),
+    "indexed at": st.column_config.DatetimeColumn("indexed at", format="YYYY-MM-DD HH:mm"),
+})
+
+if not docs:
+    st.info("No documents yet. Add files on the chat page, or put them in the folder and rescan.")
+
+left, right = st.columns(2)
+with left:
+    st.subheader("One document")
+    by_path = {d.path: d for d in docs}
+    path = st.selectbox("Document", list(by_path), key="library_doc", index=0 if docs else None,
+                        format_func=lambda p: f"{p} ({by_path[p].status})" if p in by_path else p)
+    chosen = by_path.get(path) if path else None
+    if chosen is not None:
+        if chosen.reason:
+            st.error(ui.md_escape(chosen.reason))
+        for w in chosen.warnings:
+            st.warning(ui.md_escape(w))
+        a, b = st.columns(2)
+        verb = "Retry" if chosen.status == "failed" else "Re-index"
+        if a.button(verb, key="library_reindex", icon=":material/refresh:"):
+            report = engine.reindex(chosen.doc_id)
+            for o in report.outcomes:
+                ui.log_outcome(o.path, o.status, f"{o.chunks} chunks" if o.status == "indexed" else o.reason)
+            st.rerun()
+        also_file = b.checkbox("also delete the file", key="library_delete_file",
+                               help="Without this the file stays in the folder, and the next rescan indexes it again.")
+        if b.button("Delete", key="library_delete", icon=":material/delete:", type="primary"):
+            engine.remove(chosen.doc_id, delete_file=also_file)
+            ui.log_outcome(chosen.path, "removed", "deleted from the index" + (" and the folder" if also_file else ""))
+            st.rerun()
+
+with right:
+    st.subheader("The whole folder")
+    if st.button(f"Re-index all stale ({stats.stale})", key="library_stale", disabled=stats.stale == 0,
+                 icon=":material/update:"):
+        ui.index_paths(ws, [d.path for d in docs if d.status == "stale"])
+        st.rerun()
+    if st.button("Rescan the folder", key="library_rescan", icon=":material/folder_managed:",
+                 help="Index new and changed files, forget deleted ones."):
+        ui.sync_folder(ws)
+        st.rerun()
+    ui.upload_log()

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Install Debian's chromium for the browser tests (tests/test_browser.py), unless it is already there.
+# Playwright drives it through `executable_path="/usr/bin/chromium"`; Playwright's own browser download
+# is never used. Needs root (or sudo) and the distribution's package mirrors.
+set -eu
+if [ -x /usr/bin/chromium ]; then
+    echo "chromium already installed: $(/usr/bin/chromium --version 2>/dev/null || echo /usr/bin/chromium)"
+    exit 0
+fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+    SUDO="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update
+$SUDO apt-get install -y --no-install-recommends chromium
+/usr/bin/chromium --version

@@ -1,0 +1,220 @@
+"""The chat: ask the folder, see the evidence or the reason for a refusal, move the threshold live.
+
+Each question is searched once (`engine.search`); its `SearchResult` is kept with the turn in
+`st.session_state`. Every rerun re-gates the last turn with the sidebar's threshold and chunk cap
+(`rag.gate`) and writes its answer from the kept citations, so moving the slider changes verdicts, the
+answer and its citations without searching again. Earlier turns keep the threshold they were answered at.
+Changing the number of candidates does search the last question again (it changes what is retrieved).
+
+Everything that comes from a document (answers, quotes, names, sections) renders as inert text:
+escaped Markdown, `st.text`, or cells of `st.dataframe`.
+
+Run: `streamlit run streamlit_app.py` (settings from rag.toml / RAG_* variables; folder `data` by default).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # `ui` beside this file, however it is started
+
+import rag  # noqa: E402
+import ui  # noqa: E402
+
+st.set_page_config(page_title="Chat with your folder", page_icon=":material/folder_open:", layout="wide")
+
+VERDICT_LABEL = {rag.KEPT: "kept", rag.CAPPED: "under threshold, over cap", rag.OVER: "over threshold"}
+VERDICT_COLOUR = {rag.KEPT: "background-color: #e3f1e6", rag.CAPPED: "background-color: #fbf0d9", rag.OVER: ""}
+
+
+# --- sidebar ------------------------------------------------------------------------------------------
+
+ui.folder_picker()
+ws = ui.workspace()
+engine = ws.engine
+defaults = engine.settings
+turns: list[dict] = st.session_state.setdefault("turns", [])
+
+# Read first, so that files attached in the chat are indexed (and reported) before the question is asked.
+prompt = st.chat_input("Ask a question about your documents (you can attach files too)",
+                       accept_file="multiple", file_type=ui.UPLOAD_TYPES, key="chat")
+prompt_text = ((prompt if isinstance(prompt, str) else prompt.text) or "").strip() if prompt is not None else ""
+prompt_files = [] if prompt is None or isinstance(prompt, str) else list(prompt.files or [])
+
+with st.sidebar:
+    threshold = st.slider(
+        "Threshold (cosine distance)", 0.0, 1.5, float(defaults.threshold), step=0.005, format="%.3f",
+        key="threshold",
+        help="A passage is evidence only when its cosine distance to the question is at or under this. "
+             "Lower is stricter: fewer answers, fewer bluffs.")
+    max_chunks = st.number_input("Max chunks", 1, 20, int(defaults.max_chunks), key="max_chunks",
+                                 help="At most this many passages under the threshold are used as evidence.")
+    candidates = st.number_input("Candidates N", 1, 100, int(defaults.candidates), key="candidates",
+                                 help="How many passages the search returns (dense and BM25, fused). "
+                                      "Changing it searches the last question again.")
+    # "llm" needs a local OpenAI-compatible server configured in rag.toml (answer_mode = "llm").
+    modes = ["extractive"] + (["llm"] if defaults.answer_mode == "llm" else [])
+    mode = st.selectbox("Answer mode", modes, index=modes.index(defaults.answer_mode), key="answer_mode",
+                        help="extractive: the best sentences of the kept passages, each with its [n]. "
+                             "llm: a local model writes the answer from the same passages.")
+    if st.button("New chat", icon=":material/add_comment:", width="stretch"):
+        turns.clear()
+
+    st.divider()
+    st.subheader("Add documents")
+    uploads = st.file_uploader("Markdown, text or PDF", type=ui.UPLOAD_TYPES, accept_multiple_files=True,
+                               key="uploader",
+                               help=f"Saved into {engine.folder} and indexed. Up to {defaults.max_upload_mb} MB each.")
+    if uploads or prompt_files:
+        ui.handle_uploads(ws, list(uploads or []) + prompt_files)
+    ui.resolve_conflicts(ws)
+    ui.upload_log()
+
+    stats = engine.stats()
+    st.caption(f"{stats.indexed} documents indexed · {stats.chunks} chunks · {stats.failed} failed · "
+               f"model {ui.md_escape(stats.model)}")
+
+
+# --- one turn -----------------------------------------------------------------------------------------
+
+def generator_for(mode_name: str) -> rag.Generator:
+    if mode_name == "extractive":
+        return rag.ExtractiveGenerator(engine.embedder, max_sentences=engine.settings.answer_sentences)
+    return engine.generator()  # the engine's configured (llm) generator
+
+
+def answer_for(turn: dict, gated: rag.Gated, mode_name: str) -> tuple[rag.Answer, float]:
+    """The answer for this set of kept passages; remembered, so slider moves that keep the same passages
+    do not write it again."""
+    key = (mode_name, tuple(c.chunk_id for c in gated.citations), gated.refusal)
+    memo = turn.setdefault("answers", {})
+    if key not in memo:
+        t0 = time.perf_counter()
+        try:
+            memo[key] = (engine.answer(gated, generator_for(mode_name)), "")
+        except Exception as exc:  # a local LLM server that is down must not take the chat with it
+            fallback = engine.answer(gated, generator_for("extractive"))
+            memo[key] = (fallback, f"{mode_name} failed ({type(exc).__name__}: {exc}); extractive answer shown")
+        turn.setdefault("answer_ms", {})[key] = (time.perf_counter() - t0) * 1000
+    ans, note = memo[key]
+    if note:
+        st.warning(ui.md_escape(note))
+    return ans, turn["answer_ms"][key]
+
+
+def retrieval_table(gated: rag.Gated) -> None:
+    rows = [{
+        "fused": c.fused_rank,
+        "dense": c.dense_rank,
+        "BM25": c.bm25_rank,
+        "distance": c.distance,
+        "margin": gated.threshold - c.distance,
+        "document": c.doc_name,
+        "section": ui.one_line(c.section or c.title, 60),
+        "preview": ui.one_line(c.content, 110),
+        "verdict": VERDICT_LABEL[v],
+    } for c, v in zip(gated.candidates, gated.verdicts)]
+    frame = pd.DataFrame(rows, columns=["fused", "dense", "BM25", "distance", "margin", "document", "section",
+                                        "preview", "verdict"])
+    colours = [VERDICT_COLOUR[v] for v in gated.verdicts]
+    styled = frame.style.apply(lambda col: colours, axis=0, subset=["verdict", "distance", "margin"])
+    top = max([1.0] + [c.distance for c in gated.candidates])
+    st.dataframe(styled, hide_index=True, width="stretch", column_config={
+        "fused": st.column_config.NumberColumn("fused", help="Rank after reciprocal rank fusion", width="small"),
+        "dense": st.column_config.NumberColumn("dense", help="Rank by cosine distance (empty: not in the dense top N)",
+                                               width="small"),
+        "BM25": st.column_config.NumberColumn("BM25", help="Rank by BM25 keyword score (empty: no matching words)",
+                                              width="small"),
+        "distance": st.column_config.ProgressColumn(
+            f"distance (≤ {gated.threshold:.3f} passes)", min_value=0.0, max_value=top, format="%.3f",
+            help=f"Cosine distance to the question (0 = same meaning). Threshold {gated.threshold:.3f}."),
+        "margin": st.column_config.NumberColumn(
+            "margin", format="%+.3f", help="Threshold minus distance: at or above 0 passes the threshold"),
+        "document": st.column_config.TextColumn("document"),
+        "section": st.column_config.TextColumn("section"),
+        "preview": st.column_config.TextColumn("preview", width="large"),
+        "verdict": st.column_config.TextColumn(
+            "verdict", help=f"kept (at most {gated.max_chunks}) / under threshold, over cap / over threshold"),
+    })
+
+
+def render_turn(turn: dict, live: bool) -> None:
+    with st.chat_message("user"):
+        st.markdown(ui.md_escape(turn["question"]))
+    t_threshold = threshold if live else turn["threshold"]
+    t_max = int(max_chunks) if live else turn["max_chunks"]
+    t_mode = mode if live else turn["mode"]
+    gated = rag.gate(turn["result"], t_threshold, t_max)
+    with st.chat_message("assistant"):
+        if gated.refusal is not None:
+            st.markdown(":orange-badge[:material/block: refused] nothing passed the threshold")
+            st.text(gated.refusal)
+            if gated.closest is not None:
+                c = gated.closest
+                need = math.ceil(gated.needed_threshold * 1000) / 1000  # shown rounded up, so it really passes
+                where = (f"p. {c.page} · " if c.page is not None else "") + (c.section or c.title or "start of file")
+                st.markdown(f"Closest candidate: **{ui.md_escape(c.doc_name)}** · {ui.md_escape(where)} "
+                            f"at cosine distance **{c.distance:.3f}**.")
+                st.markdown(f"A threshold of **{need:.3f}** would let it through.")
+            else:
+                st.markdown("The folder has nothing indexed yet: add documents in the sidebar.")
+            ms = None
+        else:
+            ans, ms = answer_for(turn, gated, t_mode)
+            st.markdown(ui.md_escape(ans.text))
+            st.markdown(f"**Sources** · threshold {gated.threshold:.3f} · {len(gated.citations)} of "
+                        f"{len(gated.candidates)} candidates kept")
+            for c in gated.citations:
+                with st.container(border=True):
+                    st.markdown(f"**[{c.n}]** {ui.md_escape(c.doc_name)} · {ui.md_escape(c.locator)} · "
+                                f"cosine distance **{c.distance:.3f}**")
+                    st.caption(f"link: {ui.md_escape(c.link)}",
+                               help=ui.md_escape((engine.folder / c.doc_name).resolve().as_uri() + c.fragment))
+                    st.text(c.quote)
+        timing = turn["result"].timings_ms
+        search_ms = sum(timing.values())
+        answered = f" · answer {ms:.0f} ms" if ms is not None else ""
+        st.caption(f"search {search_ms:.0f} ms ({', '.join(f'{k} {v:.0f}' for k, v in timing.items())}){answered} · "
+                   f"{turn['result'].searched_chunks} chunks searched"
+                   + ("" if live else f" · answered at threshold {t_threshold:.3f}"))
+        kept = sum(1 for v in gated.verdicts if v == rag.KEPT)
+        with st.expander(f"Retrieval: {len(gated.candidates)} candidates, {kept} kept", expanded=live):
+            retrieval_table(gated)
+
+
+def ask(question: str) -> None:
+    if turns:  # the previous turn is frozen at the settings it was last shown with
+        turns[-1].update(live=False, threshold=threshold, max_chunks=int(max_chunks), mode=mode)
+    result = ui.search(ws, question, int(candidates))
+    turns.append({"id": uuid.uuid4().hex, "question": question, "result": result, "n": int(candidates),
+                  "live": True})
+
+
+# --- the page -----------------------------------------------------------------------------------------
+
+st.title("Chat with your folder")
+st.caption(f"Folder: {ui.md_escape(str(engine.folder))} · answers come only from passages under the threshold; "
+           "every answer shows its evidence, every refusal its reason.")
+
+if prompt_text:
+    ask(prompt_text)
+
+if turns and turns[-1].get("n") != int(candidates):  # a different N retrieves differently: search again
+    last = turns[-1]
+    last.update(result=ui.search(ws, last["question"], int(candidates)), n=int(candidates), answers={})
+
+if not turns:
+    if stats.chunks == 0:
+        st.info("The folder has no indexed documents yet. Drop Markdown, text or PDF files in the sidebar.")
+    else:
+        st.info(f"{stats.indexed} documents, {stats.chunks} passages. Ask a question below.")
+
+for i, turn in enumerate(turns):
+    render_turn(turn, live=(i == len(turns) - 1))

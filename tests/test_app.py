@@ -1,0 +1,286 @@
+"""The Streamlit app driven by AppTest: chat, live threshold slider, uploads, library page.
+
+Everything is real: the app loads the real MiniLM model and indexes a copy of the sample folder (data/)
+into a real Chroma store in a temporary folder (RAG_FOLDER / RAG_INDEX_DIR). PDFs are written with
+pymupdf. The engine sits behind `st.cache_resource`, so all tests of this module share one engine; the
+test reaches the same engine through `ui.open_workspace` to count searches.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+import tomllib
+from pathlib import Path
+
+import pymupdf
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import rag
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+import ui  # noqa: E402
+
+APP = str(ROOT / "streamlit_app.py")
+LIBRARY = str(ROOT / "pages" / "1_Library.py")
+TIMEOUT = 180  # the first run loads the model and indexes the folder; AppTest's default is 3 s
+QUESTION = "Where is the index stored by default?"
+NEEDLE = "the index is stored in a hidden folder named .rag-index inside the folder you chose"
+FACT = "The Zanzibar heron migrates every October to the salt lakes of Quarnelia."
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    base = tmp_path_factory.mktemp("app")
+    docs = base / "docs"
+    shutil.copytree(ROOT / "data", docs, ignore=shutil.ignore_patterns(".rag-index"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RAG_FOLDER", str(docs))
+        mp.setenv("RAG_INDEX_DIR", str(base / "index"))
+        mp.setenv("RAG_CONFIG", str(base / "none.toml"))  # no rag.toml of the working tree leaks in
+        yield docs
+
+
+@pytest.fixture(scope="module")
+def engine(folder) -> rag.Engine:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()  # opens and syncs the engine once
+    assert not at.exception, at.exception
+    settings = rag.load_settings()
+    return ui.open_workspace(ui.engine_key(settings), settings).engine
+
+
+def app() -> AppTest:
+    return AppTest.from_file(APP, default_timeout=TIMEOUT)
+
+
+def plain(markdown: str) -> str:
+    """Escaped Markdown back to the characters it shows."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def markdowns(at) -> list[str]:
+    return [plain(m.value) for m in at.markdown]
+
+
+def citations(at) -> list[tuple[int, str, float]]:
+    """(n, document, distance) of every citation header on the page."""
+    out = []
+    for m in markdowns(at):
+        hit = re.match(r"\*\*\[(\d+)\]\*\* (.+?) · .* · cosine distance \*\*([0-9.]+)\*\*$", m)
+        if hit:
+            out.append((int(hit[1]), hit[2], float(hit[3])))
+    return out
+
+
+def table(at):
+    return at.dataframe[-1].value  # the retrieval table of the last turn
+
+
+def pdf_bytes(*pages: str) -> bytes:
+    doc = pymupdf.open()
+    for text in pages:
+        doc.new_page().insert_textbox(pymupdf.Rect(72, 72, 520, 770), text, fontsize=11)
+    data = doc.tobytes()
+    doc.close()
+    return data
+
+
+def test_question_shows_answer_citations_distances_and_table(engine):
+    at = app().run()
+    before = engine.searches
+    at.chat_input[0].set_value(QUESTION).run()
+    assert not at.exception, at.exception
+    assert engine.searches == before + 1
+
+    cites = citations(at)
+    assert 1 <= len(cites) <= 4
+    assert [n for n, _, _ in cites] == list(range(1, len(cites) + 1))
+    assert all(d <= 0.675 for _, _, d in cites)
+    assert "getting-started.md" in {doc for _, doc, _ in cites}
+    # The quotes are the chunks' own text, shown as plain text; the needle is in one of them.
+    assert any(NEEDLE in " ".join(t.value.split()) for t in at.text)
+    # The answer carries [n] markers that point at listed citations.
+    answer = next(m for m in markdowns(at) if re.search(r"\[\d\]", m) and not m.startswith("**["))
+    assert set(int(n) for n in re.findall(r"\[(\d)\]", answer)) <= {n for n, _, _ in cites}
+    # Links carry a character fragment for text files.
+    assert any(re.fullmatch(r"link: .+\.md#char=\d+,\d+", plain(c.value)) for c in at.caption)
+
+    frame = table(at)
+    assert list(frame.columns) == ["fused", "dense", "BM25", "distance", "margin", "document", "section",
+                                   "preview", "verdict"]
+    assert len(frame) == 20
+    assert list(frame["fused"]) == list(range(1, 21))
+    kept = frame[frame["verdict"] == "kept"]
+    assert len(kept) == len(cites)
+    assert sorted(round(d, 3) for d in kept["distance"]) == sorted(d for _, _, d in cites)
+    over = frame[frame["verdict"] == "over threshold"]
+    assert (over["distance"] > 0.675).all() and (frame[frame["verdict"] != "over threshold"]["distance"] <= 0.675).all()
+
+
+def test_slider_regates_without_searching_again(engine):
+    at = app().run()
+    at.chat_input[0].set_value(QUESTION).run()
+    searches = engine.searches
+    closest = float(table(at)["distance"].min())
+
+    at.sidebar.slider(key="threshold").set_value(0.0).run()
+    assert not at.exception, at.exception
+    assert [t.value for t in at.text] == [rag.refusal_text(0.0, QUESTION)]  # the engine's text, exactly
+    assert citations(at) == []
+    texts = markdowns(at)
+    assert any(f"cosine distance **{closest:.3f}**" in m and m.startswith("Closest candidate: **getting-started.md**")
+               for m in texts), texts
+    needed = next(float(m.split("**")[1]) for m in texts if m.startswith("A threshold of"))
+    assert needed >= closest and needed - closest < 0.001
+    assert set(table(at)["verdict"]) == {"over threshold"}
+
+    # The threshold the refusal names does let the closest candidate through, and only it.
+    at.sidebar.slider(key="threshold").set_value(needed).run()
+    assert len(citations(at)) >= 1
+    assert min(d for _, _, d in citations(at)) == pytest.approx(closest, abs=0.0005)
+
+    at.sidebar.slider(key="threshold").set_value(0.675).run()
+    assert len(citations(at)) >= 2
+    assert not any(t.value.startswith("NO ANSWER") for t in at.text)
+    assert engine.searches == searches, "moving the slider must not search again"
+
+    # The chunk cap: one chunk at most, the others under the threshold are marked as over the cap.
+    at.sidebar.number_input(key="max_chunks").set_value(1).run()
+    assert len(citations(at)) == 1
+    assert "under threshold, over cap" in set(table(at)["verdict"])
+    assert engine.searches == searches
+
+    # A different number of candidates is a new search of the same question.
+    at.sidebar.number_input(key="candidates").set_value(5).run()
+    assert engine.searches == searches + 1
+    assert len(table(at)) == 5
+
+
+def test_follow_up_keeps_history_and_new_chat_clears_it(engine):
+    at = app().run()
+    at.chat_input[0].set_value(QUESTION).run()
+    at.chat_input[0].set_value("What is the capital of Peru?").run()
+    users = [plain(m.markdown[0].value) for m in at.chat_message if m.name == "user"]
+    assert users == [QUESTION, "What is the capital of Peru?"]
+    assert len(at.dataframe) == 2  # one retrieval table per answer
+    at.sidebar.button[0].click().run()  # New chat
+    assert len(at.chat_message) == 0 and len(at.dataframe) == 0
+
+
+def test_upload_good_and_corrupt_then_library_lists_both(engine, folder):
+    at = app().run()
+    good = pdf_bytes("Field notes.\n\n" + FACT + " The colony counts about four hundred birds.")
+    corrupt = b"%PDF-1.7\n" + bytes(range(256)) * 20  # a PDF header over garbage: no document in it
+    at.sidebar.file_uploader(key="uploader").set_value(
+        [("heron notes.pdf", good, "application/pdf"), ("broken.pdf", corrupt, "application/pdf")]).run()
+    assert not at.exception, at.exception
+    ok = [plain(s.value) for s in at.sidebar.success]
+    bad = [plain(e.value) for e in at.sidebar.error]
+    assert ok == ["heron notes.pdf: indexed, 1 chunk"], (ok, bad)
+    assert len(bad) == 1 and bad[0].startswith("broken.pdf: failed, ") and len(bad[0]) > len("broken.pdf: failed, ") + 5
+    assert (folder / "heron notes.pdf").read_bytes() == good
+    records = {d.path: d for d in engine.documents()}
+    assert records["heron notes.pdf"].status == "indexed" and records["broken.pdf"].status == "failed"
+    indexed_at = records["heron notes.pdf"].indexed_at
+
+    # Reruns do not process the same uploads again.
+    at.run()
+    assert {d.path: d for d in engine.documents()}["heron notes.pdf"].indexed_at == indexed_at
+    assert len(at.sidebar.success) == 1 and len(at.sidebar.error) == 1
+
+    # The new document answers, with a page link.
+    at.chat_input[0].set_value("When does the Zanzibar heron migrate?").run()
+    cites = citations(at)
+    assert cites and cites[0][1] == "heron notes.pdf"
+    assert any(plain(c.value) == "link: heron%20notes.pdf#page=1" for c in at.caption)
+
+    lib = AppTest.from_file(LIBRARY, default_timeout=TIMEOUT).run()
+    assert not lib.exception, lib.exception
+    frame = lib.dataframe[0].value
+    rows = {r["name"]: r for r in frame.to_dict("records")}
+    assert rows["heron notes.pdf"]["status"] == "indexed" and rows["heron notes.pdf"]["chunks"] == 1
+    assert rows["heron notes.pdf"]["pages"] == 1 and rows["heron notes.pdf"]["chars"] > len(FACT)
+    assert rows["broken.pdf"]["status"] == "failed" and rows["broken.pdf"]["reason"] == bad[0].split("failed, ", 1)[1]
+    assert rows["threshold-and-refusals.pdf"]["stamp"].startswith("all-MiniLM-L6-v2 (384d)")
+    summary = plain(lib.markdown[0].value)
+    stats = engine.stats()
+    assert f"{stats.documents} documents" in summary and f"{stats.chunks} chunks" in summary
+    assert "all-MiniLM-L6-v2" in summary and "languages: en" in summary and "pt" in summary
+
+
+def test_library_retry_and_delete(engine, folder):
+    (folder / "later.pdf").write_bytes(b"not a pdf at all")
+    lib = AppTest.from_file(LIBRARY, default_timeout=TIMEOUT).run()
+    lib.button(key="library_rescan").click().run()
+    assert {d.path: d.status for d in engine.documents()}["later.pdf"] == "failed"
+
+    # The file is fixed on disk; "Retry" indexes it.
+    (folder / "later.pdf").write_bytes(pdf_bytes("Later notes. " + FACT.replace("Zanzibar", "Kilwa")))
+    lib.selectbox(key="library_doc").select("later.pdf").run()
+    assert lib.button(key="library_reindex").label == "Retry"
+    lib.button(key="library_reindex").click().run()
+    rec = {d.path: d for d in engine.documents()}["later.pdf"]
+    assert rec.status == "indexed" and rec.chunks == 1
+    ids = {c.doc_id for c in engine.search("Kilwa heron salt lakes").candidates}
+    assert rec.doc_id in ids
+
+    # Delete: its chunks leave both indexes (dense and BM25), the file stays unless asked.
+    chunks = engine.stats().chunks
+    assert lib.selectbox(key="library_doc").value == "later.pdf"  # the choice survives the re-index
+    lib.button(key="library_delete").click().run()
+    assert "later.pdf" not in {d.path for d in engine.documents()}
+    assert engine.stats().chunks == chunks - 1
+    assert rec.doc_id not in {c.doc_id for c in engine.search("Kilwa heron salt lakes").candidates}
+    assert (folder / "later.pdf").exists()
+    assert "later.pdf" not in set(lib.dataframe[0].value["name"])
+
+
+def test_name_conflict_asks_then_keeps_both(engine, folder):
+    at = app().run()
+    original = (folder / "uploading.md").read_bytes()
+    at.sidebar.file_uploader(key="uploader").set_value(
+        ("uploading.md", b"# Other\n\nA different file that happens to share the name.\n", "text/markdown")).run()
+    assert any("a different file named uploading.md is already in the folder" in plain(w.value)
+               for w in at.sidebar.warning)
+    assert (folder / "uploading.md").read_bytes() == original  # nothing overwritten while asking
+    at.sidebar.button(key=next(b.key for b in at.sidebar.button if b.label == "Keep both")).click().run()
+    assert (folder / "uploading.md").read_bytes() == original
+    assert (folder / "uploading-2.md").exists()
+    assert "uploading-2.md: indexed, 1 chunk" in [plain(s.value) for s in at.sidebar.success]
+    assert not at.sidebar.warning
+
+
+def test_chat_attachment_is_indexed_and_document_text_stays_inert(engine):
+    hostile = ("# Hostile notes\n\nThe purple lighthouse keeper is named Oriol Vantablack. "
+               "<img src=x onerror=alert(1)> <script>alert(2)</script> ![x](http://example.invalid/pixel.png)\n")
+    at = app().run()
+    at.chat_input[0].upload("hostile.md", hostile.encode(), "text/markdown")
+    at.chat_input[0].set_value("Who is the purple lighthouse keeper?").run()
+    assert "hostile.md: indexed, 1 chunk" in [plain(s.value) for s in at.sidebar.success]
+    assert citations(at)[0][1] == "hostile.md"
+    # The quote is shown as plain text, every character as written ...
+    assert any("<img src=x onerror=alert(1)>" in t.value for t in at.text)
+    # ... and wherever document text goes through Markdown, no tag, image or link syntax survives.
+    shown = [m.value for m in at.markdown if "alert" in m.value]
+    assert shown, "the answer quotes the hostile sentence"
+    for m in shown:
+        assert plain(m).count("<img src=x onerror=alert(1)>") == 1
+        assert not re.search(r"(?<!\\)(<|!\[|\]\()", m), m  # no unescaped tag, image or link syntax
+
+
+def test_md_escape_shows_the_same_characters():
+    text = "a*b_c `d` <i>e</i> ![x](http://h/p.png) [l](u) $x$ :red[y] # h | t ~~s~~ \\ 1. & &amp;"
+    escaped = ui.md_escape(text)
+    assert plain(escaped) == text
+    assert not re.search(r"(?<!\\)[!\[\]()<>*_`$:#|~&]", escaped)
+
+
+def test_streamlit_config_matches_the_engine():
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["address"] == "127.0.0.1"
+    assert config["server"]["maxUploadSize"] == rag.Settings().max_upload_mb
+    assert config["server"]["enableXsrfProtection"] is True
+    assert config["browser"]["gatherUsageStats"] is False

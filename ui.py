@@ -1,0 +1,272 @@
+"""What the Streamlit pages share: the cached engine, the folder choice, uploads, and inert text.
+
+Here:
+- `workspace()`: one `Engine` per folder behind `st.cache_resource` (the embedding model loads once per
+  process and is shared by every engine), synced with the folder once per browser session, with a
+  progress bar. The folder comes from the sidebar (`folder_picker`), else from `rag.load_settings()`.
+- `search()`: one search with this session's number of candidates.
+- `handle_uploads()` / `index_paths()`: save uploaded files under safe names (asking before replacing a
+  different file of the same name) and index them with a progress bar; every file ends with a visible
+  outcome, kept in `st.session_state["upload_log"]`.
+- `md_escape()`: document text (and anything derived from it) as Markdown that shows the same
+  characters and nothing else: no HTML, no images, no links, no formatting.
+
+Not here: retrieval, gating or answering logic. That is the engine's (`rag`), used only through its
+public names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import string
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import streamlit as st
+
+import rag
+
+UPLOAD_TYPES = ["md", "markdown", "txt", "pdf"]
+# Settings read per question, not when the index is opened: changing them never opens another engine.
+QUERY_TIME = ("threshold", "max_chunks", "candidates", "answer_mode")
+_PUNCT = set(string.punctuation)
+
+
+# --- inert text ---------------------------------------------------------------------------------------
+
+def md_escape(text: str) -> str:
+    """Markdown that renders as exactly `text`: every ASCII punctuation character is backslash-escaped.
+
+    CommonMark lets any ASCII punctuation be escaped, so no `<tag>`, `![image](url)`, `[link](url)`,
+    `$math$`, `:color[directive]` or emphasis survives: the text shows as typed and fetches nothing.
+
+    >>> print(md_escape("![x](y) <b>"))
+    \\!\\[x\\]\\(y\\) \\<b\\>
+    """
+    return "".join("\\" + ch if ch in _PUNCT else ch for ch in text)
+
+
+def one_line(text: str, limit: int = 90) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+# --- settings and the engine --------------------------------------------------------------------------
+
+@dataclass
+class Workspace:
+    """An engine and the lock that serialises searches which change its per-search settings."""
+
+    engine: rag.Engine
+    lock: threading.Lock
+
+
+def base_settings() -> rag.Settings:
+    try:
+        return rag.load_settings()
+    except ValueError as exc:  # a bad rag.toml or RAG_* variable: say which, do not show a traceback
+        st.error(f"Settings could not be loaded: {md_escape(str(exc))}")
+        st.stop()
+        raise
+
+
+def session_settings() -> rag.Settings:
+    """The configured settings, pointed at the folder this session chose in the sidebar (if any)."""
+    base = base_settings()
+    chosen = st.session_state.get("folder")
+    if chosen and Path(chosen).resolve() != Path(base.folder).resolve():
+        # Another folder gets its own index (inside it), never the configured folder's index_dir.
+        base = base.replace(folder=Path(chosen), index_dir=None)
+    return base
+
+
+def engine_key(settings: rag.Settings) -> str:
+    data = {k: v for k, v in dataclasses.asdict(settings).items() if k not in QUERY_TIME and k != "llm_api_key"}
+    data["folder"] = str(Path(settings.folder).resolve())
+    data["index_dir"] = str(settings.index_path.resolve())
+    return json.dumps(data, sort_keys=True, default=str)
+
+
+@st.cache_resource(show_spinner="Loading the embedding model…")
+def _embedder(model: str, batch_size: int, languages: tuple[str, ...]) -> rag.Embedder:
+    return rag.load_embedder(model, batch_size, languages)
+
+
+@st.cache_resource(show_spinner="Opening the index…")
+def open_workspace(key: str, _settings: rag.Settings) -> Workspace:
+    """One engine per folder and index for the whole process: every session and page shares it."""
+    emb = _embedder(_settings.model, _settings.embed_batch_size, _settings.model_languages)
+    return Workspace(rag.Engine(_settings, embedder=emb), threading.Lock())
+
+
+def workspace(sync: bool = True) -> Workspace:
+    """This session's workspace; the first call in a session brings the index in line with the folder."""
+    settings = session_settings()
+    key = engine_key(settings)
+    ws = open_workspace(key, settings)
+    synced = st.session_state.setdefault("synced", {})
+    if sync and key not in synced:
+        synced[key] = sync_folder(ws)
+    return ws
+
+
+def sync_folder(ws: Workspace) -> str:
+    with st.status(f"Reading {ws.engine.folder}…", expanded=True) as status:
+        bar = st.progress(0.0, text="Looking for new and changed files")
+
+        def progress(done: int, total: int, name: str) -> None:
+            bar.progress(done / max(total, 1), text=f"{done}/{total} {md_escape(name)}")
+
+        try:
+            report = ws.engine.sync(progress=progress)
+        except Exception as exc:  # the app stays usable over what is already indexed
+            status.update(label=f"Could not read the folder: {md_escape(str(exc))}", state="error")
+            return f"sync failed: {exc}"
+        failed = report.count("failed")
+        status.update(label=f"Folder ready: {md_escape(report.summary())}",
+                      state="error" if failed else "complete", expanded=bool(failed))
+        for o in report.outcomes:
+            if o.status == "failed":
+                st.error(md_escape(f"{o.path}: {o.reason}"))
+    return report.summary()
+
+
+def search(ws: Workspace, question: str, candidates: int) -> rag.SearchResult:
+    """One search with this session's number of candidates (the engine reads it from its settings)."""
+    with ws.lock:
+        engine = ws.engine
+        before = engine.settings
+        if before.candidates != candidates:
+            engine.settings = before.replace(candidates=candidates)
+        try:
+            return engine.search(question)
+        finally:
+            engine.settings = before
+
+
+def folder_picker() -> None:
+    """The sidebar's folder box; a new folder opens its own engine and starts a new chat."""
+    default = str(Path(st.session_state.get("folder") or base_settings().folder))
+    st.session_state.setdefault("folder_input", default)
+
+    def changed() -> None:
+        raw = st.session_state["folder_input"].strip()
+        path = Path(raw).expanduser()
+        if not raw or not path.is_dir():
+            st.session_state["folder_error"] = f"{raw or '(empty)'} is not a folder on this machine"
+            return
+        st.session_state.pop("folder_error", None)
+        if str(path.resolve()) != str(Path(st.session_state.get("folder") or base_settings().folder).resolve()):
+            st.session_state["folder"] = str(path.resolve())
+            st.session_state["turns"] = []
+
+    st.sidebar.text_input("Folder", key="folder_input", on_change=changed,
+                          help="The folder whose documents you ask about. Its index lives in a hidden "
+                               ".rag-index folder inside it.")
+    if st.session_state.get("folder_error"):
+        st.sidebar.error(md_escape(st.session_state["folder_error"]))
+
+
+# --- uploads ------------------------------------------------------------------------------------------
+
+def log_outcome(name: str, status: str, detail: str) -> None:
+    st.session_state.setdefault("upload_log", []).insert(0, {"name": name, "status": status, "detail": detail})
+
+
+def _is_conflict(exc: rag.UploadError) -> bool:
+    # The engine asks the UI to ask: "a different file named X is already in the folder".
+    return "already in the folder" in str(exc)
+
+
+def handle_uploads(ws: Workspace, files: Iterable) -> None:
+    """Save and index newly uploaded files; each file is processed once per session (by its file id)."""
+    done = st.session_state.setdefault("uploaded_ids", set())
+    saved: list[str] = []
+    for f in files or []:
+        fid = getattr(f, "file_id", None) or f"{f.name}:{f.size}"
+        if fid in done:
+            continue
+        done.add(fid)
+        data = f.getvalue()
+        try:
+            saved.append(ws.engine.save_upload(f.name, data, on_conflict="ask"))
+        except rag.UploadError as exc:
+            if _is_conflict(exc):
+                st.session_state.setdefault("conflicts", []).append(
+                    {"name": f.name, "data": data, "message": str(exc), "id": fid})
+            else:
+                log_outcome(f.name, "failed", str(exc))
+    if saved:
+        index_paths(ws, saved)
+
+
+def index_paths(ws: Workspace, rel_paths: list[str]) -> rag.SyncReport:
+    with st.status(f"Indexing {len(rel_paths)} file(s)…", expanded=True) as status:
+        bar = st.progress(0.0)
+
+        def progress(done: int, total: int, name: str) -> None:
+            bar.progress(done / max(total, 1), text=f"{done}/{total} {md_escape(name)}")
+
+        t0 = time.perf_counter()
+        report = ws.engine.index_files(rel_paths, progress=progress)
+        for o in report.outcomes:
+            if o.status == "indexed":
+                log_outcome(o.path, "indexed", f"{o.chunks} chunk{'s' if o.chunks != 1 else ''}")
+            else:
+                log_outcome(o.path, o.status, o.reason)
+        failed = report.count("failed")
+        status.update(label=f"Indexed {report.count('indexed')}, failed {failed} "
+                            f"({time.perf_counter() - t0:.1f} s)",
+                      state="error" if failed else "complete", expanded=False)
+    return report
+
+
+def resolve_conflicts(ws: Workspace) -> None:
+    """Ask, for each upload whose name is taken by a different file: replace it, or keep both."""
+    conflicts = st.session_state.get("conflicts", [])
+    for i, c in enumerate(list(conflicts)):
+        st.warning(md_escape(c["message"]))
+        a, b, d = st.columns(3)
+        choice = None
+        if a.button("Replace", key=f"conflict-replace-{c['id']}"):
+            choice = "replace"
+        if b.button("Keep both", key=f"conflict-rename-{c['id']}"):
+            choice = "rename"
+        if d.button("Cancel", key=f"conflict-cancel-{c['id']}"):
+            conflicts.remove(c)
+            log_outcome(c["name"], "skipped", "not saved: a different file has that name")
+            st.rerun()
+        if choice:
+            conflicts.remove(c)
+            try:
+                rel = ws.engine.save_upload(c["name"], c["data"], on_conflict=choice)
+            except rag.UploadError as exc:
+                log_outcome(c["name"], "failed", str(exc))
+            else:
+                index_paths(ws, [rel])
+            st.rerun()
+
+
+def upload_log(limit: int = 12) -> None:
+    for entry in st.session_state.get("upload_log", [])[:limit]:
+        text = md_escape(f"{entry['name']}: {entry['status']}, {entry['detail']}")
+        if entry["status"] == "indexed":
+            st.success(text, icon=":material/check_circle:")
+        elif entry["status"] == "failed":
+            st.error(text, icon=":material/error:")
+        else:
+            st.info(text)
+
+
+def human_size(n: int | None) -> str:
+    if n is None:
+        return "on the server"
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
