@@ -22,18 +22,23 @@ for _k, _v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISAB
                "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}.items():
     _os.environ.setdefault(_k, _v)
 
-from rag.answer import Answer, ChosenSentence, ExtractiveGenerator, Generator, answer  # noqa: E402
+from rag.answer import (NO_ANSWER_SENTENCE, Answer, ChosenSentence, CitationCheck, ExtractiveGenerator,  # noqa: E402
+                        Generator, LLMGenerator, answer, build_prompt, check_citations, followup_query,
+                        is_followup, linkify, make_generator)
 from rag.chunk import Chunk, Strategy, chunk_document, strategy  # noqa: E402
 from rag.embed import Embedder, count_tokens, load_embedder  # noqa: E402
 from rag.engine import Engine, FileOutcome, LibraryStats, SyncReport, Turn, UploadError, safe_name  # noqa: E402
 from rag.extract import ExtractionError, Extracted, extract, extract_bytes  # noqa: E402
 from rag.gate import CAPPED, KEPT, OVER, Citation, Gated, gate, refusal_text  # noqa: E402
 from rag.library import DocRecord, Stamp  # noqa: E402
+from rag.llm import ChatClient, LLMError  # noqa: E402
 from rag.search import Candidate, SearchResult, rrf  # noqa: E402
 from rag.settings import Settings, load_settings  # noqa: E402
 from rag.store import StoreError  # noqa: E402
 
 __all__ = [
+    "NO_ANSWER_SENTENCE", "ChatClient", "CitationCheck", "LLMError", "LLMGenerator", "build_prompt",
+    "check_citations", "followup_query", "is_followup", "linkify", "make_generator",
     "Answer", "CAPPED", "Candidate", "ChosenSentence", "Chunk", "Citation", "DocRecord", "Embedder", "Engine",
     "ExtractionError", "Extracted", "ExtractiveGenerator", "FileOutcome", "Gated", "Generator", "KEPT",
     "LibraryStats", "OVER", "SearchResult", "Settings", "Stamp", "StoreError", "Strategy", "SyncReport", "Turn",

@@ -25,12 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from rag.answer import Answer, ExtractiveGenerator, Generator, answer as run_answer
+from rag.answer import (Answer, Generator, answer as run_answer, followup_query, llm_client, make_generator,
+                        rewrite_followup)
 from rag.chunk import Chunk, chunk_document, strategy
 from rag.embed import Embedder, count_tokens, header_share, load_embedder
 from rag.extract import EXTRACTOR_VERSIONS, SUPPORTED, ExtractionError, Extracted, extract_bytes, kind_of
 from rag.gate import Gated, gate
 from rag.lexical import detect_language
+from rag.llm import LLMError
 from rag.library import VISIBLE, DocRecord, Library, Stamp, WriterLock
 from rag.search import SearchResult, Snapshot, hybrid_search
 from rag.settings import Settings
@@ -392,23 +394,48 @@ class Engine:
 
     # --- asking -------------------------------------------------------------------------------------
 
-    def search(self, question: str, doc_ids: Sequence[str] | None = None, query: str | None = None) -> SearchResult:
+    def search(self, question: str, doc_ids: Sequence[str] | None = None, query: str | None = None,
+               history: Sequence[str] | None = None) -> SearchResult:
+        """Hybrid retrieval. `history`: the conversation's previous searched queries (each turn's
+        `result.query`), oldest first; a follow-up is then searched in its standalone form."""
         self.searches += 1
+        if query is None and history:
+            query = self.standalone_query(question, history)
         return hybrid_search(question, embedder=self.embedder, store=self.store, snapshot=self.snapshot,
                              settings=self.settings, doc_ids=doc_ids, query=query)
 
-    def generator(self) -> Generator:
-        return ExtractiveGenerator(self.embedder, max_sentences=self.settings.answer_sentences)
+    def standalone_query(self, question: str, history: Sequence[str]) -> str:
+        """What to search for `question` after `history`: the question itself unless it is a follow-up
+        (`rag.answer.is_followup`); then the LLM's standalone rewrite when an LLM is configured and
+        answers, else the previous query joined in front of it."""
+        joined = followup_query(question, history)
+        if joined is None:
+            return question
+        client = llm_client(self.settings)
+        if client is not None:
+            try:
+                rewritten = rewrite_followup(client, question, [h for h in history if h and h.strip()])
+                if rewritten:
+                    return rewritten
+            except LLMError:
+                pass  # the answer step reaches the same server and says why in its note
+        return joined
 
-    def answer(self, gated: Gated, generator: Generator | None = None) -> Answer:
-        return run_answer(gated, generator or self.generator())
+    def generator(self) -> Generator:
+        return make_generator(self.settings, self.embedder)
+
+    def answer(self, gated: Gated, generator: Generator | None = None, standalone: str | None = None,
+               on_text: Callable[[str], None] | None = None) -> Answer:
+        """`standalone`: the searched query (`result.query`) when it differs from the question asked."""
+        return run_answer(gated, generator or self.generator(), standalone=standalone, on_text=on_text)
 
     def ask(self, question: str, threshold: float | None = None, max_chunks: int | None = None,
-            doc_ids: Sequence[str] | None = None, generator: Generator | None = None) -> Turn:
-        result = self.search(question, doc_ids=doc_ids)
+            doc_ids: Sequence[str] | None = None, generator: Generator | None = None,
+            history: Sequence[str] | None = None, on_text: Callable[[str], None] | None = None) -> Turn:
+        result = self.search(question, doc_ids=doc_ids, history=history)
         gated = gate(result, self.settings.threshold if threshold is None else threshold,
                      self.settings.max_chunks if max_chunks is None else max_chunks)
-        return Turn(question, result, gated, self.answer(gated, generator))
+        return Turn(question, result, gated, self.answer(gated, generator, standalone=result.query, on_text=on_text))
 
     # --- library view -------------------------------------------------------------------------------
 
@@ -427,8 +454,28 @@ class Engine:
                             size_on_disk=self.store.size_on_disk(), model=self.embedder.name,
                             dimension=self.embedder.dimension, languages=langs)
 
+    def language_warning(self, stats: LibraryStats | None = None) -> str | None:
+        """One plain sentence when most of the folder is in a language the embedding model does not cover."""
+        langs = dict((stats or self.stats()).languages)
+        langs.pop("unknown", None)
+        total = sum(langs.values())
+        if not total:
+            return None
+        main = max(langs, key=langs.get)
+        share = langs[main] / total
+        if main in self.embedder.languages or share < 0.5:
+            return None
+        name = LANGUAGE_NAMES.get(main, main)
+        return (f"Most of this folder ({share:.0%}) is in {name}, which the embedding model {self.embedder.name} "
+                f"does not cover ({', '.join(self.embedder.languages)}): its cosine distances say less there, so "
+                f"the threshold may let unrelated questions through and refuse good ones; calibrate the threshold "
+                f"on this folder's own questions, or choose a multilingual model in the settings.")
+
     def close(self) -> None:
         self.library.close()
+
+
+LANGUAGE_NAMES = {"en": "English", "pt": "Portuguese"}
 
 
 def _hash(data: bytes) -> str:
