@@ -31,7 +31,6 @@ What it does not do: retrieve or gate (the engine and `rag.gate` do), or render 
 
 from __future__ import annotations
 
-import html
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol, Sequence
@@ -172,8 +171,12 @@ def source_block(n: int, c: Citation, text: str | None = None) -> str:
     """One delimited, labelled source. Tag look-alikes inside the text are escaped: a document cannot
     close its own block and write outside it."""
     body = _TAGLIKE.sub(r"&lt;\1", c.quote if text is None else text)
-    return (f'<source n="{n}" document="{html.escape(c.doc_name)}" locator="{html.escape(c.locator)}">\n'
-            f"{body}\n</source>")
+    return f'<source n="{n}" document="{_attr(c.doc_name)}" locator="{_attr(c.locator)}">\n{body}\n</source>'
+
+
+def _attr(value: str) -> str:
+    # Only what could end the attribute or start a tag; "Size limits > Upload limit" stays readable.
+    return value.replace('"', "&quot;").replace("<", "&lt;").replace("\n", " ")
 
 
 @dataclass
