@@ -429,24 +429,30 @@ def _mask(text: str, quoted: Sequence[tuple[int, int]]) -> str:
     return "".join(out) + text[pos:]
 
 
-def linkify(ans: "Answer", citations: Sequence[Citation], href: Callable[[Citation], str] = lambda c: c.link) -> str:
+def linkify(ans: "Answer", citations: Sequence[Citation], href: Callable[[Citation], str] = lambda c: c.link,
+            escape: Callable[[str], str] = lambda s: s) -> str:
     """Markdown for an answer: each valid [n] becomes a link to its citation; a number that is not one
     of the sources the generator was given stays plain text with no link (escaped, so Markdown cannot
-    make a link of it). Brackets inside the extractive answer's quotes are left as they are."""
+    make a link of it). Brackets inside the extractive answer's quotes are left as they are.
+    `escape` is applied to all the rest (the words), e.g. to render them as inert text."""
     by_n = {c.n: c for c in citations}
     ok = set(by_n) if ans.check is None else set(ans.check.given) & set(by_n)
 
     def one(n: int) -> str:
         return f"[\\[{n}\\]]({href(by_n[n])})" if n in ok else f"\\[{n}\\]"
 
-    def sub(m: re.Match) -> str:
-        return "".join(one(int(x)) for x in m.group(1).split(","))
+    def words(text: str) -> str:
+        out, pos = [], 0
+        for m in MARKER.finditer(text):
+            out += [escape(text[pos:m.start()]), "".join(one(int(x)) for x in m.group(1).split(","))]
+            pos = m.end()
+        return "".join(out) + escape(text[pos:])
 
     out, pos = [], 0
     for s, e in sorted(ans.quoted):
-        out += [MARKER.sub(sub, ans.text[pos:s]), ans.text[s:e]]
+        out += [words(ans.text[pos:s]), escape(ans.text[s:e])]
         pos = e
-    return "".join(out) + MARKER.sub(sub, ans.text[pos:])
+    return "".join(out) + words(ans.text[pos:])
 
 
 def _norm(text: str) -> str:

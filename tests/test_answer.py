@@ -161,6 +161,9 @@ def test_linkify_links_only_valid_numbers():
     md = linkify(a, cits)
     assert "[\\[1\\]](doc1.md#char=0,5)" in md and "[\\[2\\]](doc2.md#char=0,5)[\\[4\\]](doc4.md#char=0,5)" in md
     assert "\\[7\\]" in md and "doc7" not in md and md.count("](") == 3
+    # The words can be made inert by the caller; the links stay links.
+    b = Answer(text="A *bold* claim [1].", refused=False, mode="llm", check=check_citations("A *bold* claim [1].", [1]))
+    assert linkify(b, cits, escape=lambda t: t.replace("*", "\\*")) == "A \\*bold\\* claim [\\[1\\]](doc1.md#char=0,5)."
     # A source left out of the prompt (given 1..3) gets no link either, even though its citation exists.
     a3 = Answer(text="Both [4].", refused=False, mode="llm", check=check_citations("Both [4].", [1, 2, 3]))
     assert "](" not in linkify(a3, cits) and a3.check.out_of_range == (4,)
