@@ -319,3 +319,48 @@ def test_question_during_indexing_sees_only_whole_documents(store_engine, tmp_pa
     engine.reload()
     assert all(c.doc_name == "a.md" for c in engine.search("ERR-4017 second manual").candidates)
     assert len(engine.snapshot.chunks) == len(before.chunks)
+
+
+PT_NOTE = """# Notas da loja
+
+## Devoluções
+
+As devoluções são aceites até trinta dias depois da compra, com o talão e a embalagem original.
+
+## Entregas
+
+As encomendas são entregues em dois a quatro dias úteis em Portugal continental, e o envio é gratuito acima de cinquenta euros.
+"""
+
+
+def test_language_warning_for_a_portuguese_folder_and_not_an_english_one(make_engine, tmp_path):
+    pt = tmp_path / "pt"
+    write(pt, "loja.md", PT_NOTE)
+    write(pt, "short.md", "# Short\n\n## A\n\nThe pump is blue.\n")
+    engine = make_engine(pt)
+    engine.sync()
+    assert engine.stats().languages.get("pt", 0) > engine.stats().languages.get("en", 0)
+    warning = engine.language_warning()
+    assert warning and "Portuguese" in warning and "calibrate" in warning and "multilingual" in warning
+    en = tmp_path / "en"
+    write(en, "errors.md", ERR_DOC)
+    english = make_engine(en, index_dir=tmp_path / "idx-en")
+    english.sync()
+    assert english.language_warning() is None
+    # A model whose card (or setting) covers Portuguese does not warn.
+    engine.embedder.languages, saved = ("en", "pt"), engine.embedder.languages
+    try:
+        assert engine.language_warning() is None
+    finally:
+        engine.embedder.languages = saved
+
+
+def test_portuguese_variants_match_through_bm25(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    write(folder, "loja.md", PT_NOTE)
+    write(folder, "errors.md", ERR_DOC)
+    engine = make_engine(folder)
+    engine.sync()
+    for q in ("devolucoes", "devolução", "DEVOLUCAO aceite", "entregas gratuitas"):
+        top = engine.search(q).candidates[0]
+        assert top.doc_name == "loja.md" and top.bm25_rank == 1, q
