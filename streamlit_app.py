@@ -25,10 +25,10 @@ import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # `ui` beside this file, however it is started
 
+import ui  # noqa: E402  (first: it sets the process environment before the engine loads torch)
 import rag  # noqa: E402
-import ui  # noqa: E402
 
-st.set_page_config(page_title="Chat with your folder", page_icon=":material/folder_open:", layout="wide")
+st.set_page_config(page_title="Chat with your folder", page_icon="📁", layout="wide")
 
 VERDICT_LABEL = {rag.KEPT: "kept", rag.CAPPED: "under threshold, over cap", rag.OVER: "over threshold"}
 VERDICT_COLOUR = {rag.KEPT: "background-color: #e3f1e6", rag.CAPPED: "background-color: #fbf0d9", rag.OVER: ""}
@@ -59,11 +59,14 @@ with st.sidebar:
     candidates = st.number_input("Candidates N", 1, 100, int(defaults.candidates), key="candidates",
                                  help="How many passages the search returns (dense and BM25, fused). "
                                       "Changing it searches the last question again.")
-    # "llm" needs a local OpenAI-compatible server configured in rag.toml (answer_mode = "llm").
-    modes = ["extractive"] + (["llm"] if defaults.answer_mode == "llm" else [])
-    mode = st.selectbox("Answer mode", modes, index=modes.index(defaults.answer_mode), key="answer_mode",
+    # "llm" is offered once a local OpenAI-compatible server is configured (llm_base_url in rag.toml).
+    settings = ui.session_settings()
+    modes = ["extractive"] + (["llm"] if settings.llm_base_url else [])
+    mode = st.selectbox("Answer mode", modes, index=modes.index(settings.answer_mode) if settings.answer_mode in modes
+                        else 0, key="answer_mode",
                         help="extractive: the best sentences of the kept passages, each with its [n]. "
-                             "llm: a local model writes the answer from the same passages.")
+                             "llm: a local model writes the answer from the same passages"
+                             + ("." if settings.llm_base_url else " (set llm_base_url in rag.toml to enable it)."))
     if st.button("New chat", icon=":material/add_comment:", width="stretch"):
         turns.clear()
 
@@ -80,33 +83,37 @@ with st.sidebar:
     stats = engine.stats()
     st.caption(f"{stats.indexed} documents indexed · {stats.chunks} chunks · {stats.failed} failed · "
                f"model {ui.md_escape(stats.model)}")
+    language = engine.language_warning(stats)
+    if language:
+        st.warning(ui.md_escape(language))
 
 
 # --- one turn -----------------------------------------------------------------------------------------
 
-def generator_for(mode_name: str) -> rag.Generator:
-    if mode_name == "extractive":
-        return rag.ExtractiveGenerator(engine.embedder, max_sentences=engine.settings.answer_sentences)
-    return engine.generator()  # the engine's configured (llm) generator
-
-
 def answer_for(turn: dict, gated: rag.Gated, mode_name: str) -> tuple[rag.Answer, float]:
-    """The answer for this set of kept passages; remembered, so slider moves that keep the same passages
-    do not write it again."""
-    key = (mode_name, tuple(c.chunk_id for c in gated.citations), gated.refusal)
+    """The answer for this set of kept passages, streamed while it is written; remembered, so slider
+    moves that keep the same passages do not write it again."""
+    key = (mode_name, tuple(c.chunk_id for c in gated.citations))
     memo = turn.setdefault("answers", {})
     if key not in memo:
+        generator = rag.make_generator(settings.replace(answer_mode=mode_name), engine.embedder)
+        shown = st.empty()
+        pieces: list[str] = []
+
+        def on_text(piece: str) -> None:
+            pieces.append(piece)
+            shown.markdown(ui.md_escape("".join(pieces)) + " ▌")
+
         t0 = time.perf_counter()
         try:
-            memo[key] = (engine.answer(gated, generator_for(mode_name)), "")
-        except Exception as exc:  # a local LLM server that is down must not take the chat with it
-            fallback = engine.answer(gated, generator_for("extractive"))
-            memo[key] = (fallback, f"{mode_name} failed ({type(exc).__name__}: {exc}); extractive answer shown")
-        turn.setdefault("answer_ms", {})[key] = (time.perf_counter() - t0) * 1000
-    ans, note = memo[key]
-    if note:
-        st.warning(ui.md_escape(note))
-    return ans, turn["answer_ms"][key]
+            ans = engine.answer(gated, generator, standalone=turn["result"].query, on_text=on_text)
+        except Exception as exc:  # whatever a local LLM server does, the chat goes on, extractively
+            ans = engine.answer(gated, rag.make_generator(settings.replace(answer_mode="extractive"), engine.embedder),
+                                standalone=turn["result"].query)
+            ans.note = f"{mode_name} failed ({type(exc).__name__}: {exc}); showing the extractive answer"
+        shown.empty()
+        memo[key] = (ans, (time.perf_counter() - t0) * 1000)
+    return memo[key]
 
 
 def retrieval_table(gated: rag.Gated) -> None:
@@ -123,15 +130,17 @@ def retrieval_table(gated: rag.Gated) -> None:
     } for c, v in zip(gated.candidates, gated.verdicts)]
     frame = pd.DataFrame(rows, columns=["fused", "dense", "BM25", "distance", "margin", "document", "section",
                                         "preview", "verdict"])
+    for col in ("dense", "BM25"):  # ranks with gaps (not in that side's top N) stay integers
+        frame[col] = frame[col].astype("Int64")
     colours = [VERDICT_COLOUR[v] for v in gated.verdicts]
     styled = frame.style.apply(lambda col: colours, axis=0, subset=["verdict", "distance", "margin"])
     top = max([1.0] + [c.distance for c in gated.candidates])
     st.dataframe(styled, hide_index=True, width="stretch", column_config={
         "fused": st.column_config.NumberColumn("fused", help="Rank after reciprocal rank fusion", width="small"),
-        "dense": st.column_config.NumberColumn("dense", help="Rank by cosine distance (empty: not in the dense top N)",
-                                               width="small"),
-        "BM25": st.column_config.NumberColumn("BM25", help="Rank by BM25 keyword score (empty: no matching words)",
-                                              width="small"),
+        "dense": st.column_config.NumberColumn("dense", format="%d", width="small",
+                                               help="Rank by cosine distance (empty: not in the dense top N)"),
+        "BM25": st.column_config.NumberColumn("BM25", format="%d", width="small",
+                                              help="Rank by BM25 keyword score (empty: no matching words)"),
         "distance": st.column_config.ProgressColumn(
             f"distance (≤ {gated.threshold:.3f} passes)", min_value=0.0, max_value=top, format="%.3f",
             help=f"Cosine distance to the question (0 = same meaning). Threshold {gated.threshold:.3f}."),
@@ -153,6 +162,8 @@ def render_turn(turn: dict, live: bool) -> None:
     t_mode = mode if live else turn["mode"]
     gated = rag.gate(turn["result"], t_threshold, t_max)
     with st.chat_message("assistant"):
+        if turn["result"].query != turn["question"]:  # a follow-up, searched with what it refers to
+            st.caption(f"Searched as: {ui.md_escape(turn['result'].query)}")
         if gated.refusal is not None:
             st.markdown(":orange-badge[:material/block: refused] nothing passed the threshold")
             st.text(gated.refusal)
@@ -169,6 +180,10 @@ def render_turn(turn: dict, live: bool) -> None:
         else:
             ans, ms = answer_for(turn, gated, t_mode)
             st.markdown(ui.md_escape(ans.text))
+            if ans.note:
+                st.info(ui.md_escape(ans.note))
+            for flag in ans.flags:
+                st.warning(ui.md_escape(flag))
             st.markdown(f"**Sources** · threshold {gated.threshold:.3f} · {len(gated.citations)} of "
                         f"{len(gated.candidates)} candidates kept")
             for c in gated.citations:
@@ -192,7 +207,7 @@ def render_turn(turn: dict, live: bool) -> None:
 def ask(question: str) -> None:
     if turns:  # the previous turn is frozen at the settings it was last shown with
         turns[-1].update(live=False, threshold=threshold, max_chunks=int(max_chunks), mode=mode)
-    result = ui.search(ws, question, int(candidates))
+    result = ui.search(ws, question, int(candidates), [t["result"].query for t in turns])
     turns.append({"id": uuid.uuid4().hex, "question": question, "result": result, "n": int(candidates),
                   "live": True})
 
@@ -208,7 +223,8 @@ if prompt_text:
 
 if turns and turns[-1].get("n") != int(candidates):  # a different N retrieves differently: search again
     last = turns[-1]
-    last.update(result=ui.search(ws, last["question"], int(candidates)), n=int(candidates), answers={})
+    last.update(result=ui.search(ws, last["question"], int(candidates), [t["result"].query for t in turns[:-1]]),
+                n=int(candidates), answers={})
 
 if not turns:
     if stats.chunks == 0:

@@ -17,22 +17,29 @@ public names.
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import string
-import threading
-import time
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Iterable
+import os
 
-import streamlit as st
+# Idle OpenMP threads sleep instead of spinning. On a busy machine (the app shares its cores with other
+# programs) spinning threads turned a 10 ms query embedding into a second; set before torch is imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import rag
+import dataclasses  # noqa: E402
+import json  # noqa: E402
+import string  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Iterable  # noqa: E402
+
+import streamlit as st  # noqa: E402
+
+import rag  # noqa: E402
 
 UPLOAD_TYPES = ["md", "markdown", "txt", "pdf"]
 # Settings read per question, not when the index is opened: changing them never opens another engine.
-QUERY_TIME = ("threshold", "max_chunks", "candidates", "answer_mode")
+QUERY_TIME = ("threshold", "max_chunks", "candidates", "answer_mode", "answer_sentences", "llm_base_url",
+              "llm_model", "llm_api_key", "llm_timeout_s", "llm_context_tokens")
 _PUNCT = set(string.punctuation)
 
 
@@ -85,7 +92,7 @@ def session_settings() -> rag.Settings:
 
 
 def engine_key(settings: rag.Settings) -> str:
-    data = {k: v for k, v in dataclasses.asdict(settings).items() if k not in QUERY_TIME and k != "llm_api_key"}
+    data = {k: v for k, v in dataclasses.asdict(settings).items() if k not in QUERY_TIME}
     data["folder"] = str(Path(settings.folder).resolve())
     data["index_dir"] = str(settings.index_path.resolve())
     return json.dumps(data, sort_keys=True, default=str)
@@ -135,15 +142,18 @@ def sync_folder(ws: Workspace) -> str:
     return report.summary()
 
 
-def search(ws: Workspace, question: str, candidates: int) -> rag.SearchResult:
-    """One search with this session's number of candidates (the engine reads it from its settings)."""
+def search(ws: Workspace, question: str, candidates: int, history: list[str] | None = None) -> rag.SearchResult:
+    """One search with this session's number of candidates (the engine reads it from its settings).
+
+    `history`: the conversation's earlier searched queries, oldest first; a follow-up question is then
+    searched in its standalone form (the engine decides)."""
     with ws.lock:
         engine = ws.engine
         before = engine.settings
         if before.candidates != candidates:
             engine.settings = before.replace(candidates=candidates)
         try:
-            return engine.search(question)
+            return engine.search(question, history=history or None)
         finally:
             engine.settings = before
 

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `ui` lives be
 
 import ui  # noqa: E402
 
-st.set_page_config(page_title="Library · Chat with your folder", page_icon=":material/folder_open:", layout="wide")
+st.set_page_config(page_title="Library · Chat with your folder", page_icon="📁", layout="wide")
 
 ui.folder_picker()
 ws = ui.workspace()

@@ -166,8 +166,34 @@ def test_follow_up_keeps_history_and_new_chat_clears_it(engine):
     users = [plain(m.markdown[0].value) for m in at.chat_message if m.name == "user"]
     assert users == [QUESTION, "What is the capital of Peru?"]
     assert len(at.dataframe) == 2  # one retrieval table per answer
+    # A follow-up leans on the conversation: it is searched together with what it refers to.
+    at.chat_input[0].set_value("Why?").run()
+    searched = [plain(c.value) for c in at.caption if c.value.startswith("Searched as")]
+    assert searched == ["Searched as: What is the capital of Peru? Why?"], searched
+    assert len(at.dataframe) == 3
     at.sidebar.button[0].click().run()  # New chat
     assert len(at.chat_message) == 0 and len(at.dataframe) == 0
+    at.chat_input[0].set_value("Why?").run()  # no conversation any more: searched as asked
+    assert not [c for c in at.caption if c.value.startswith("Searched as")]
+
+
+def test_switching_folder_opens_its_own_index(engine, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "moths.md").write_text("# Moths\n\nThe lunar moth of Quarnelia only flies under a full moon.\n")
+    at = app().run()
+    at.chat_input[0].set_value(QUESTION).run()
+    at.sidebar.text_input(key="folder_input").set_value(str(tmp_path / "missing")).run()
+    assert any("is not a folder" in plain(e.value) for e in at.sidebar.error)
+    assert not (tmp_path / "missing").exists()
+
+    at.sidebar.text_input(key="folder_input").set_value(str(other)).run()
+    assert not at.exception, at.exception
+    assert len(at.chat_message) == 0  # a new folder starts a new chat
+    assert (other / ".rag-index").is_dir()  # its own index, not the configured folder's index_dir
+    at.chat_input[0].set_value("When does the lunar moth fly?").run()
+    assert [doc for _, doc, _ in citations(at)] == ["moths.md"]
+    assert set(table(at)["document"]) == {"moths.md"}
 
 
 def test_upload_good_and_corrupt_then_library_lists_both(engine, folder):
