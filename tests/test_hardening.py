@@ -1,0 +1,290 @@
+"""Hardening: concurrency, fuzzed bad input, loopback-only network use, and the Chroma server going away.
+
+All with real parts: the MiniLM model, Chroma on disk or a real `chroma run` server on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+import unicodedata
+from collections import Counter
+from pathlib import Path
+
+import pymupdf
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import rag
+from rag import ExtractionError, UploadError, extract_bytes, safe_name
+from rag.chunk import chunk_document
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def doc_text(i: int) -> str:
+    return f"# Report {i}\n\n## Findings\n\nInspection {i} found the relief valve R-{i:03d} stuck.\n\n## Fix\n\nReplace the seal.\n"
+
+
+def complete_docs_only(engine, result) -> None:
+    """Every candidate's document is in the snapshot with exactly its recorded number of chunks."""
+    snap = engine.snapshot
+    per_doc = Counter(c.doc_id for c in snap.chunks)
+    for c in result.candidates:
+        rec = engine.library.get(c.doc_id)
+        assert rec is not None and per_doc[c.doc_id] == rec.chunks or per_doc[c.doc_id] > 0
+
+
+# --- concurrency ----------------------------------------------------------------------------------
+
+def test_two_uploaders_and_an_asker_at_once(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "base.md").write_text(doc_text(0))
+    engine = make_engine(folder)
+    engine.sync()
+    errors: list[BaseException] = []
+    answers: list[int] = []
+    stop = threading.Event()
+
+    def uploader(offset: int) -> None:
+        try:
+            for i in range(offset, offset + 6):
+                rel = engine.save_upload(f"report-{i}.md", doc_text(i).encode())
+                report = engine.index_files([rel])
+                assert report.outcomes[0].status == "indexed", report.outcomes
+        except BaseException as exc:  # noqa: BLE001 - collected and re-raised in the main thread
+            errors.append(exc)
+
+    def asker() -> None:
+        try:
+            while not stop.is_set():
+                snap = engine.snapshot
+                result = engine.search("Which relief valve was stuck?")
+                per_doc = Counter(c.doc_id for c in snap.chunks)
+                for c in result.candidates:
+                    # never half a document: the snapshot holds all of its chunks or none
+                    assert per_doc[c.doc_id] in (0, engine.library.get(c.doc_id).chunks)
+                answers.append(len(result.candidates))
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=uploader, args=(1,)), threading.Thread(target=uploader, args=(101,)),
+               threading.Thread(target=asker)]
+    for t in threads:
+        t.start()
+    for t in threads[:2]:
+        t.join(timeout=600)
+    stop.set()
+    threads[2].join(timeout=60)
+    assert not errors, errors
+    assert answers and min(answers) >= 1  # questions during indexing answered from what was indexed
+    records = engine.documents()
+    assert len(records) == 13 and all(r.status == "indexed" for r in records)
+    assert sorted(p.name for p in folder.glob("*.md")) == sorted(r.path for r in records)
+    assert len({c.id for c in engine.snapshot.chunks}) == len(engine.snapshot.chunks) == engine.store.count()
+
+
+def test_one_writer_at_a_time_across_processes_and_a_reader_in_another(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"r{i}.md").write_text(doc_text(i))
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.sync()
+    env = dict(os.environ, RAG_FOLDER=str(folder), RAG_INDEX_DIR=str(tmp_path / "idx"))
+    (folder / "new.md").write_text(doc_text(50))
+    engine.lock.acquire()
+    try:
+        writer = subprocess.Popen([sys.executable, "-m", "rag.cli", "index"], env=env, cwd=ROOT,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # A reader in another process is not blocked by the writer lock.
+        reader = subprocess.run([sys.executable, "-m", "rag.cli", "ask", "Which relief valve was stuck?", "--json"],
+                                env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert reader.returncode == 0, reader.stderr[-2000:]
+        assert json.loads(reader.stdout)["candidates"]
+        time.sleep(1.0)
+        assert writer.poll() is None  # still waiting for the lock we hold
+    finally:
+        engine.lock.release()
+    out, err = writer.communicate(timeout=300)
+    assert writer.returncode == 0, err[-2000:]
+    assert "indexed   new.md" in out
+
+
+# --- bad input, fuzzed ----------------------------------------------------------------------------
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=4000), st.sampled_from([".md", ".txt", ".pdf", ".markdown"]))
+def test_random_bytes_under_every_extension_end_in_text_or_a_reason(data, ext):
+    try:
+        doc = extract_bytes(data, "fuzz" + ext)
+    except ExtractionError as exc:
+        assert exc.reason and len(exc.reason) < 300
+        return
+    chunks = chunk_document(doc, "f")
+    for c in chunks:
+        assert doc.text[c.start:c.end] == c.content
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=0, max_size=400))
+def test_safe_names_are_only_names(name):
+    clean = safe_name(name)
+    assert clean and "/" not in clean and "\\" not in clean and "\x00" not in clean
+    assert not clean.startswith(".") and len(clean) <= 131
+    assert all(ch.isprintable() for ch in clean)
+
+
+NASTY_NAMES = ["../escape.md", "../../etc/passwd.txt", "/etc/absolute.md", "C:\\Windows\\win.md", "nul\x00byte.md",
+               "bell\x07ctrl\x1b.txt", "x" * 600 + ".md", ".hidden.md", "sub/dir/name.md", "..", "",
+               "tab\tname.md", "ok name (1).md"]
+
+
+@pytest.mark.parametrize("name", NASTY_NAMES, ids=range(len(NASTY_NAMES)))
+def test_upload_names_never_write_outside_the_folder(make_engine, tmp_path, name):
+    folder = tmp_path / "docs"
+    engine = make_engine(folder)
+    before = sorted(p for p in tmp_path.rglob("*") if folder not in p.parents and p != folder and "index" not in str(p))
+    try:
+        rel = engine.save_upload(name, b"# T\n\n## S\n\nSome text that is fine.\n")
+    except UploadError as exc:
+        assert str(exc)
+    else:
+        saved = folder / rel
+        assert saved.is_file() and saved.parent == folder and "/" not in rel
+        report = engine.index_files([rel])
+        assert report.outcomes[0].status in ("indexed", "failed")
+    after = sorted(p for p in tmp_path.rglob("*") if folder not in p.parents and p != folder and "index" not in str(p))
+    assert before == after  # nothing written anywhere else
+
+
+def test_names_equal_up_to_case_or_normalisation_ask_before_overwriting(make_engine, tmp_path):
+    engine = make_engine(tmp_path / "docs")
+    nfc = unicodedata.normalize("NFC", "Café.md")
+    nfd = unicodedata.normalize("NFD", "Café.md")
+    assert engine.save_upload(nfc, b"first") == nfc
+    for variant in (nfd, "CAFÉ.md", "café.MD"):
+        with pytest.raises(UploadError, match="already in the folder"):
+            engine.save_upload(variant, b"second")
+    assert len(list((tmp_path / "docs").iterdir())) == 1
+
+
+def test_huge_line_nested_markdown_and_page_limits(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "oneline.txt").write_bytes(b"a" * (50 * 1024 * 1024))
+    nested = "# Top\n\n" + "".join(f"{'#' * (1 + d % 6)} Level {d}\n\n{'> ' * (d % 40)}{'  ' * d}- item {d}\n\n" for d in range(400))
+    (folder / "nested.md").write_text(nested)
+    blank = pymupdf.open()
+    for _ in range(2100):
+        blank.new_page()
+    blank.save(folder / "many-pages.pdf")
+    blank2 = pymupdf.open()
+    for _ in range(1500):
+        blank2.new_page()
+    blank2.save(folder / "empty-pages.pdf")
+    (folder / "good.md").write_text(doc_text(7))
+    engine = make_engine(folder)
+    report = engine.sync()
+    status = {o.path: (o.status, o.reason) for o in report.outcomes}
+    assert status["oneline.txt"][0] == "failed" and "limit is 5,000,000" in status["oneline.txt"][1]
+    assert status["many-pages.pdf"][0] == "failed" and "2,100 pages; the limit is 2,000" in status["many-pages.pdf"][1]
+    assert status["empty-pages.pdf"][0] == "failed" and "no extractable text" in status["empty-pages.pdf"][1]
+    assert status["nested.md"][0] == "indexed"
+    assert status["good.md"][0] == "indexed"
+    assert engine.search("relief valve R-007").candidates[0].doc_name == "good.md"
+
+
+# --- local only -------------------------------------------------------------------------------------
+
+def test_nothing_connects_beyond_loopback_during_index_and_ask(tmp_path, monkeypatch, embedder):
+    seen: list[object] = []
+    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+    def record(addr):
+        seen.append(addr)
+
+    monkeypatch.setattr(socket.socket, "connect", lambda self, addr: (record(addr), real_connect(self, addr))[1])
+    monkeypatch.setattr(socket.socket, "connect_ex", lambda self, addr: (record(addr), real_connect_ex(self, addr))[1])
+    real_getaddrinfo = socket.getaddrinfo
+    looked_up: list[str] = []
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, *a, **k: (looked_up.append(host), real_getaddrinfo(host, *a, **k))[1])
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text(doc_text(1))
+    # A fresh engine, model load included: the path a first start takes.
+    rag.embed.load_embedder.cache_clear()
+    try:
+        engine = rag.Engine(rag.load_settings(env={}, folder=folder, index_dir=tmp_path / "idx"))
+        engine.sync()
+        turn = engine.ask("Which relief valve was stuck?")
+        assert turn.gated.candidates
+    finally:
+        rag.embed.load_embedder.cache_clear()
+    for addr in seen:
+        host = addr[0] if isinstance(addr, tuple) else addr
+        assert isinstance(addr, (str, bytes)) or host in ("127.0.0.1", "::1", "localhost"), addr
+    assert all(h in ("127.0.0.1", "::1", "localhost") for h in looked_up), looked_up
+
+
+def test_streamlit_config_binds_localhost_with_xsrf_and_no_telemetry():
+    cfg = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert cfg["server"]["address"] == "127.0.0.1"
+    assert cfg["server"].get("enableXsrfProtection", True) is True
+    assert cfg["browser"]["gatherUsageStats"] is False
+    assert cfg["server"]["maxUploadSize"] == rag.load_settings(env={}).max_upload_mb
+
+
+def test_api_key_is_never_in_the_settings_repr():
+    s = rag.load_settings(env={"RAG_LLM_API_KEY": "sk-secret-123"})
+    assert s.llm_api_key == "sk-secret-123" and "sk-secret-123" not in repr(s)
+
+
+# --- the Chroma server going away ----------------------------------------------------------------------
+
+def start_server(path: Path, port: int) -> subprocess.Popen:
+    import urllib.request
+
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "chroma"), "run", "--path", str(path), "--host",
+                             "127.0.0.1", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dict(os.environ, ANONYMIZED_TELEMETRY="False"))
+    deadline = time.time() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1):
+                return proc
+        except OSError:
+            assert proc.poll() is None and time.time() < deadline, "chroma run did not start"
+            time.sleep(0.3)
+
+
+def test_server_killed_mid_session_gives_a_clear_error_and_recovers(make_engine, tmp_path):
+    from tests.conftest import _free_port
+
+    port = _free_port()
+    proc = start_server(tmp_path / "chroma-db", port)
+    try:
+        folder = tmp_path / "docs"
+        folder.mkdir()
+        (folder / "a.md").write_text(doc_text(3))
+        engine = make_engine(folder, chroma_host="127.0.0.1", chroma_port=port)
+        engine.sync()
+        assert engine.search("relief valve").candidates
+        proc.kill()
+        proc.wait()
+        with pytest.raises(rag.StoreError, match=f"Chroma server at 127.0.0.1:{port}.*chroma run"):
+            engine.search("relief valve")
+        proc = start_server(tmp_path / "chroma-db", port)
+        result = engine.search("relief valve R-003")
+        assert result.candidates[0].doc_name == "a.md"  # same engine, same data, once the server is back
+    finally:
+        proc.kill()
+        proc.wait()
