@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import socket
 import sys
 import tomllib
 from pathlib import Path
@@ -310,3 +311,27 @@ def test_streamlit_config_matches_the_engine():
     assert config["server"]["maxUploadSize"] == rag.Settings().max_upload_mb
     assert config["server"]["enableXsrfProtection"] is True
     assert config["browser"]["gatherUsageStats"] is False
+
+
+def test_llm_mode_with_no_server_answers_extractively_and_says_why(engine, monkeypatch):
+    """LLM mode pointed at a loopback port where nothing listens (no fake server needed: the connection
+    is refused for real). The chat must still answer, extractively, and say why."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again when the block ends: nothing listens there
+    monkeypatch.setenv("RAG_ANSWER_MODE", "llm")
+    monkeypatch.setenv("RAG_LLM_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("RAG_LLM_MODEL", "none")
+    at = app().run()
+    assert at.sidebar.selectbox(key="answer_mode").options == ["extractive", "llm"]
+    assert at.sidebar.selectbox(key="answer_mode").value == "llm"
+    searches = engine.searches
+    at.chat_input[0].set_value(QUESTION).run()
+    assert not at.exception, at.exception
+    notes = [plain(i.value) for i in at.info]
+    assert len(notes) == 1 and "showing the extractive answer" in notes[0], notes
+    assert citations(at) and any(NEEDLE in " ".join(m.split()) for m in markdowns(at))
+    # Back to extractive: the same search, answered again without a note.
+    at.sidebar.selectbox(key="answer_mode").select("extractive").run()
+    assert not at.info and citations(at)
+    assert engine.searches == searches + 1
