@@ -3,6 +3,7 @@
     rag index [FOLDER] [--rebuild]
     rag ask "question" [--threshold X] [--max-chunks K] [--json]
     rag status [--json]
+    rag eval needles SET | rag eval sweep IN OUT | rag eval beir DIR   (see rag/evaluate.py)
 
 Settings come from `load_settings()` (rag.toml, RAG_* variables); `--folder`, `--index-dir` and
 `--config` override them. The CLI prints what the app shows: the answer, its citations, and the full
@@ -136,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     ps = sub.add_parser("status", help="list documents with status, reason, chunks and stamp")
     ps.add_argument("--json", action="store_true")
     ps.set_defaults(fn=cmd_status)
+    from rag.evaluate import add_eval_parser  # `rag eval needles|sweep|beir` (rag/evaluate.py)
+
+    add_eval_parser(sub)
     args = p.parse_args(argv)
     try:
         return args.fn(args)
