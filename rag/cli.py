@@ -62,6 +62,11 @@ def turn_to_json(turn: Turn) -> dict:
         "closest_distance": turn.gated.closest.distance if turn.gated.closest else None,
         "citations": [dataclasses.asdict(c) for c in turn.gated.citations],
         "candidates": [dict(dataclasses.asdict(c), verdict=v) for c, v in zip(turn.gated.candidates, turn.gated.verdicts)],
+        "mode": turn.answer.mode,
+        "searched_as": turn.result.query,
+        "note": turn.answer.note,
+        "flags": turn.answer.flags,
+        "prompt_tokens": turn.answer.prompt_tokens,
         "timings_ms": turn.result.timings_ms,
     }
 
@@ -71,8 +76,16 @@ def _fmt(x) -> str:
 
 
 def print_turn(turn: Turn) -> None:
-    g = turn.gated
-    print(turn.answer.text)
+    g, a = turn.gated, turn.answer
+    if turn.result.query != turn.question:
+        print(f"(searched as: {turn.result.query})")
+    print(a.text)
+    if a.note:
+        print(f"\nnote: {a.note}")
+    for flag in a.flags:
+        print(f"flag: {flag}")
+    if a.prompt_tokens is not None:
+        print(f"prompt: {a.prompt_tokens} tokens (tiktoken)")
     if g.refusal and g.closest:
         print(f"\nclosest: {g.closest.distance:.3f} ({g.closest.doc_name}, {g.closest.section or 'no section'}); "
               f"a threshold of {g.closest.distance:.3f} would let it through")
