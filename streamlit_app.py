@@ -1,13 +1,21 @@
 """The chat: ask the folder, see the evidence or the reason for a refusal, move the threshold live.
 
-Each question is searched once (`engine.search`); its `SearchResult` is kept with the turn in
-`st.session_state`. Every rerun re-gates the last turn with the sidebar's threshold and chunk cap
-(`rag.gate`) and writes its answer from the kept citations, so moving the slider changes verdicts, the
-answer and its citations without searching again. Earlier turns keep the threshold they were answered at.
+Each question is searched once (`engine.search`, with the conversation's earlier queries, so a follow-up
+such as "and for PDFs?" is searched in its standalone form, shown as "Searched as: ..."); its
+`SearchResult` is kept with the turn in `st.session_state`. Every rerun re-gates the last turn with the
+sidebar's threshold and chunk cap (`rag.gate`), so moving the slider changes verdicts, the answer and its
+citations without searching again. Answers are remembered per turn by answer mode and kept passages:
+a slider move that keeps the same passages shows the remembered answer (an LLM is not asked again), one
+that changes them writes a new answer. Earlier turns keep the settings they were last shown with.
 Changing the number of candidates does search the last question again (it changes what is retrieved).
 
-Everything that comes from a document (answers, quotes, names, sections) renders as inert text:
-escaped Markdown, `st.text`, or cells of `st.dataframe`.
+Beside each answer: its [n] markers as links to the citation cards below it (numbers that are not
+sources stay plain), the citation check's flags, the note (a fallback, sources left out), the prompt's
+token count for an LLM answer, and in the retrieval details the sentences an extractive answer chose,
+with their scores. An LLM answer streams into its place while it is written.
+
+Everything that comes from a document or a generator (answers, quotes, names, sections, flags) renders
+as inert text: escaped Markdown, `st.text`, or cells of `st.dataframe`.
 
 Run: `streamlit run streamlit_app.py` (settings from rag.toml / RAG_* variables; folder `data` by default).
 """
@@ -59,14 +67,16 @@ with st.sidebar:
     candidates = st.number_input("Candidates N", 1, 100, int(defaults.candidates), key="candidates",
                                  help="How many passages the search returns (dense and BM25, fused). "
                                       "Changing it searches the last question again.")
-    # "llm" is offered once a local OpenAI-compatible server is configured (llm_base_url in rag.toml).
     settings = ui.session_settings()
-    modes = ["extractive"] + (["llm"] if settings.llm_base_url else [])
-    mode = st.selectbox("Answer mode", modes, index=modes.index(settings.answer_mode) if settings.answer_mode in modes
-                        else 0, key="answer_mode",
-                        help="extractive: the best sentences of the kept passages, each with its [n]. "
-                             "llm: a local model writes the answer from the same passages"
-                             + ("." if settings.llm_base_url else " (set llm_base_url in rag.toml to enable it)."))
+    modes = ["extractive", "llm"]
+    mode = st.selectbox("Answer mode", modes, index=modes.index(settings.answer_mode), key="answer_mode",
+                        help="extractive: the best sentences of the kept passages, each with its [n]; works "
+                             "offline. llm: a local OpenAI-compatible server writes the answer from the same "
+                             "passages, citing them by number.")
+    if mode == "llm" and not settings.llm_base_url:
+        st.info("No LLM server is configured, so answers stay extractive. Set `llm_base_url` in rag.toml "
+                "(or the `RAG_LLM_BASE_URL` variable) to an OpenAI-compatible server, e.g. "
+                "`http://127.0.0.1:11434/v1` for Ollama.", icon=":material/info:")
     if st.button("New chat", icon=":material/add_comment:", width="stretch"):
         turns.clear()
 
@@ -90,30 +100,82 @@ with st.sidebar:
 
 # --- one turn -----------------------------------------------------------------------------------------
 
-def answer_for(turn: dict, gated: rag.Gated, mode_name: str) -> tuple[rag.Answer, float]:
-    """The answer for this set of kept passages, streamed while it is written; remembered, so slider
-    moves that keep the same passages do not write it again."""
-    key = (mode_name, tuple(c.chunk_id for c in gated.citations))
+def answer_key(gated: rag.Gated, mode_name: str) -> tuple:
+    """What an answer depends on once the question is searched: the mode (and its server) and the kept
+    passages. The threshold and the cap matter only through the passages they keep, so two slider
+    positions that keep the same passages share one answer."""
+    server = (settings.llm_base_url, settings.llm_model) if mode_name == "llm" else None
+    return mode_name, server, tuple(c.chunk_id for c in gated.citations)
+
+
+def make_generator(mode_name: str) -> tuple[rag.Generator, str]:
+    """The generator for the chosen mode, and a note when it cannot be the one asked for."""
+    try:
+        return rag.make_generator(settings.replace(answer_mode=mode_name), engine.embedder), ""
+    except ValueError as exc:  # an llm_base_url that is not an http(s) URL: say so, answer extractively
+        return (rag.make_generator(settings.replace(answer_mode="extractive"), engine.embedder),
+                f"{exc}; showing the extractive answer")
+
+
+def answer_for(turn: dict, gated: rag.Gated, mode_name: str, slot) -> tuple[rag.Answer, float]:
+    """The answer for this set of kept passages, streamed into `slot` while it is written; remembered
+    in the turn (in session_state), so reruns and slider moves that keep the same passages show it
+    again without asking the generator (an LLM server) again."""
+    key = answer_key(gated, mode_name)
     memo = turn.setdefault("answers", {})
     if key not in memo:
-        generator = rag.make_generator(settings.replace(answer_mode=mode_name), engine.embedder)
-        shown = st.empty()
+        generator, problem = make_generator(mode_name)
         pieces: list[str] = []
 
         def on_text(piece: str) -> None:
             pieces.append(piece)
-            shown.markdown(ui.md_escape("".join(pieces)) + " ▌")
+            slot.markdown(ui.md_escape("".join(pieces)) + " ▌")
 
         t0 = time.perf_counter()
-        try:
-            ans = engine.answer(gated, generator, standalone=turn["result"].query, on_text=on_text)
-        except Exception as exc:  # whatever a local LLM server does, the chat goes on, extractively
-            ans = engine.answer(gated, rag.make_generator(settings.replace(answer_mode="extractive"), engine.embedder),
-                                standalone=turn["result"].query)
-            ans.note = f"{mode_name} failed ({type(exc).__name__}: {exc}); showing the extractive answer"
-        shown.empty()
+        # A server that cannot be reached is answer()'s business: it falls back to the extractive answer
+        # and says why in `note`.
+        ans = engine.answer(gated, generator, standalone=turn["result"].query, on_text=on_text)
+        if problem:
+            ans.note = "; ".join(x for x in (problem, ans.note) if x)
         memo[key] = (ans, (time.perf_counter() - t0) * 1000)
     return memo[key]
+
+
+def anchor(turn_no: int, n: int) -> str:
+    return f"cite-{turn_no}-{n}"
+
+
+def show_answer(turn_no: int, ans: rag.Answer, gated: rag.Gated, mode_name: str, slot) -> None:
+    """The answer with its [n] linked to the citation cards below, then what the check and the generator
+    have to say about it."""
+    slot.markdown(rag.linkify(ans, gated.citations, href=lambda c: "#" + anchor(turn_no, c.n),
+                              escape=ui.md_escape))
+    if ans.note:
+        fell_back = mode_name == "llm" and ans.mode != "llm"
+        (st.warning if fell_back else st.info)(ui.md_escape(ans.note),
+                                               icon=":material/cloud_off:" if fell_back else ":material/info:")
+    if ans.flags:
+        st.warning("Citation check:\n" + "\n".join(f"- {ui.md_escape(f)}" for f in ans.flags),
+                   icon=":material/rule:")
+    if ans.prompt_tokens is not None:
+        st.caption(f"prompt {ans.prompt_tokens} tokens (tiktoken)")
+
+
+def chosen_table(ans: rag.Answer) -> None:
+    """Which sentences the extractive answer chose, and why: their similarity to the question."""
+    st.markdown(f"**Sentences chosen for the answer** · the {len(ans.chosen)} sentences of the kept passages "
+                "closest in meaning to the question (cosine similarity, same embedding model), no repeats, "
+                "in source order")
+    ranks = {c: i + 1 for i, c in enumerate(sorted(ans.chosen, key=lambda c: -c.score))}
+    frame = pd.DataFrame([{"source": f"[{c.n}]", "similarity": c.score, "rank": ranks[c], "sentence": c.text}
+                          for c in ans.chosen], columns=["source", "similarity", "rank", "sentence"])
+    st.dataframe(frame, hide_index=True, width="stretch", column_config={
+        "source": st.column_config.TextColumn("source", width="small"),
+        "similarity": st.column_config.NumberColumn("similarity", format="%.3f",
+                                                    help="Cosine similarity of the sentence to the question"),
+        "rank": st.column_config.NumberColumn("rank", width="small", help="1 = the most similar"),
+        "sentence": st.column_config.TextColumn("sentence", width="large"),
+    })
 
 
 def retrieval_table(gated: rag.Gated) -> None:
@@ -154,13 +216,28 @@ def retrieval_table(gated: rag.Gated) -> None:
     })
 
 
-def render_turn(turn: dict, live: bool) -> None:
+def citation_cards(turn_no: int, gated: rag.Gated, numbers: set[int] | None = None) -> None:
+    for c in gated.citations:
+        if numbers is not None and c.n not in numbers:
+            continue
+        with st.container(border=True):
+            # The target of the answer's [n] links; only our own id goes through HTML here.
+            st.markdown(f'<span id="{anchor(turn_no, c.n)}"></span>', unsafe_allow_html=True)
+            st.markdown(f"**[{c.n}]** {ui.md_escape(c.doc_name)} · {ui.md_escape(c.locator)} · "
+                        f"cosine distance **{c.distance:.3f}**")
+            st.caption(f"link: {ui.md_escape(c.link)}",
+                       help=ui.md_escape((engine.folder / c.doc_name).resolve().as_uri() + c.fragment))
+            st.text(c.quote)
+
+
+def render_turn(turn_no: int, turn: dict, live: bool) -> None:
     with st.chat_message("user"):
         st.markdown(ui.md_escape(turn["question"]))
     t_threshold = threshold if live else turn["threshold"]
     t_max = int(max_chunks) if live else turn["max_chunks"]
     t_mode = mode if live else turn["mode"]
     gated = rag.gate(turn["result"], t_threshold, t_max)
+    ans = None
     with st.chat_message("assistant"):
         if turn["result"].query != turn["question"]:  # a follow-up, searched with what it refers to
             st.caption(f"Searched as: {ui.md_escape(turn['result'].query)}")
@@ -178,38 +255,42 @@ def render_turn(turn: dict, live: bool) -> None:
                 st.markdown("The folder has nothing indexed yet: add documents in the sidebar.")
             ms = None
         else:
-            ans, ms = answer_for(turn, gated, t_mode)
-            st.markdown(ui.md_escape(ans.text))
-            if ans.note:
-                st.info(ui.md_escape(ans.note))
-            for flag in ans.flags:
-                st.warning(ui.md_escape(flag))
-            st.markdown(f"**Sources** · threshold {gated.threshold:.3f} · {len(gated.citations)} of "
+            badge, slot = st.empty(), st.empty()
+            ans, ms = answer_for(turn, gated, t_mode, slot)
+            llm_refused = ans.refused and ans.mode == "llm"
+            if llm_refused:
+                badge.markdown(":orange-badge[:material/block: refused] the LLM found no answer in the sources it read")
+            show_answer(turn_no, ans, gated, t_mode, slot)
+            read = set(ans.check.given) if ans.check is not None else None
+            title = "Sources the LLM read" if llm_refused else "Sources"
+            st.markdown(f"**{title}** · threshold {gated.threshold:.3f} · {len(gated.citations)} of "
                         f"{len(gated.candidates)} candidates kept")
-            for c in gated.citations:
-                with st.container(border=True):
-                    st.markdown(f"**[{c.n}]** {ui.md_escape(c.doc_name)} · {ui.md_escape(c.locator)} · "
-                                f"cosine distance **{c.distance:.3f}**")
-                    st.caption(f"link: {ui.md_escape(c.link)}",
-                               help=ui.md_escape((engine.folder / c.doc_name).resolve().as_uri() + c.fragment))
-                    st.text(c.quote)
+            citation_cards(turn_no, gated, read if llm_refused else None)
         timing = turn["result"].timings_ms
         search_ms = sum(timing.values())
-        answered = f" · answer {ms:.0f} ms" if ms is not None else ""
+        answered = f" · {ans.mode} answer {ms:.0f} ms" if ans is not None else ""
         st.caption(f"search {search_ms:.0f} ms ({', '.join(f'{k} {v:.0f}' for k, v in timing.items())}){answered} · "
                    f"{turn['result'].searched_chunks} chunks searched"
                    + ("" if live else f" · answered at threshold {t_threshold:.3f}"))
         kept = sum(1 for v in gated.verdicts if v == rag.KEPT)
         with st.expander(f"Retrieval: {len(gated.candidates)} candidates, {kept} kept", expanded=live):
             retrieval_table(gated)
+            if ans is not None and ans.chosen:
+                chosen_table(ans)
 
 
 def ask(question: str) -> None:
     if turns:  # the previous turn is frozen at the settings it was last shown with
         turns[-1].update(live=False, threshold=threshold, max_chunks=int(max_chunks), mode=mode)
-    result = ui.search(ws, question, int(candidates), [t["result"].query for t in turns])
+    result = ui.search(ws, question, int(candidates), [t["result"].query for t in turns], session_for_search())
     turns.append({"id": uuid.uuid4().hex, "question": question, "result": result, "n": int(candidates),
                   "live": True})
+
+
+def session_for_search() -> rag.Settings:
+    """This session's settings with its answer mode: a follow-up is rewritten by the LLM only when the
+    person chose the LLM mode and a server is configured."""
+    return settings.replace(answer_mode=mode)
 
 
 # --- the page -----------------------------------------------------------------------------------------
@@ -223,7 +304,8 @@ if prompt_text:
 
 if turns and turns[-1].get("n") != int(candidates):  # a different N retrieves differently: search again
     last = turns[-1]
-    last.update(result=ui.search(ws, last["question"], int(candidates), [t["result"].query for t in turns[:-1]]),
+    last.update(result=ui.search(ws, last["question"], int(candidates), [t["result"].query for t in turns[:-1]],
+                                 session_for_search()),
                 n=int(candidates), answers={})
 
 if not turns:
@@ -233,4 +315,4 @@ if not turns:
         st.info(f"{stats.indexed} documents, {stats.chunks} passages. Ask a question below.")
 
 for i, turn in enumerate(turns):
-    render_turn(turn, live=(i == len(turns) - 1))
+    render_turn(i + 1, turn, live=(i == len(turns) - 1))

@@ -4,7 +4,8 @@ Here:
 - `workspace()`: one `Engine` per folder behind `st.cache_resource` (the embedding model loads once per
   process and is shared by every engine), synced with the folder once per browser session, with a
   progress bar. The folder comes from the sidebar (`folder_picker`), else from `rag.load_settings()`.
-- `search()`: one search with this session's number of candidates.
+- `search()`: one search with this session's number of candidates and answer mode (a follow-up is
+  searched in its standalone form, rewritten by the LLM when the session uses one).
 - `handle_uploads()` / `index_paths()`: save uploaded files under safe names (asking before replacing a
   different file of the same name) and index them with a progress bar; every file ends with a visible
   outcome, kept in `st.session_state["upload_log"]`.
@@ -142,16 +143,24 @@ def sync_folder(ws: Workspace) -> str:
     return report.summary()
 
 
-def search(ws: Workspace, question: str, candidates: int, history: list[str] | None = None) -> rag.SearchResult:
+def search(ws: Workspace, question: str, candidates: int, history: list[str] | None = None,
+           session: rag.Settings | None = None) -> rag.SearchResult:
     """One search with this session's number of candidates (the engine reads it from its settings).
 
     `history`: the conversation's earlier searched queries, oldest first; a follow-up question is then
-    searched in its standalone form (the engine decides)."""
+    searched in its standalone form (the engine decides: the previous query joined in front of it, or the
+    LLM's rewrite when `session` asks for the LLM answer mode and names a server). `session`: this
+    session's settings; their query-time fields (answer mode, LLM server) apply to this search only,
+    since the engine is shared by every session and was opened with whatever settings came first."""
     with ws.lock:
         engine = ws.engine
         before = engine.settings
-        if before.candidates != candidates:
-            engine.settings = before.replace(candidates=candidates)
+        changes = {"candidates": candidates}
+        if session is not None:
+            changes.update({k: getattr(session, k) for k in QUERY_TIME if k not in ("threshold", "max_chunks")})
+            changes["candidates"] = candidates
+        if any(getattr(before, k) != v for k, v in changes.items()):
+            engine.settings = before.replace(**changes)
         try:
             return engine.search(question, history=history or None)
         finally:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import socket
 import sys
 import tomllib
 from pathlib import Path
@@ -76,8 +75,14 @@ def citations(at) -> list[tuple[int, str, float]]:
     return out
 
 
+def tables(at, column: str = "verdict") -> list:
+    """The dataframes on the page that have `column`: "verdict" for retrieval tables (one per answer),
+    "sentence" for the extractive answer's chosen sentences."""
+    return [d.value for d in at.dataframe if column in d.value.columns]
+
+
 def table(at):
-    return at.dataframe[-1].value  # the retrieval table of the last turn
+    return tables(at)[-1]  # the retrieval table of the last turn
 
 
 def pdf_bytes(*pages: str) -> bytes:
@@ -103,9 +108,25 @@ def test_question_shows_answer_citations_distances_and_table(engine):
     assert "getting-started.md" in {doc for _, doc, _ in cites}
     # The quotes are the chunks' own text, shown as plain text; the needle is in one of them.
     assert any(NEEDLE in " ".join(t.value.split()) for t in at.text)
-    # The answer carries [n] markers that point at listed citations.
-    answer = next(m for m in markdowns(at) if re.search(r"\[\d\]", m) and not m.startswith("**["))
-    assert set(int(n) for n in re.findall(r"\[(\d)\]", answer)) <= {n for n, _, _ in cites}
+    # The answer carries [n] markers, each a link to its citation card on this page (turn 1).
+    answer = next(m.value for m in at.markdown if "](#cite-" in m.value)
+    links = [(int(a), int(b)) for a, b in re.findall(r"\[\\\[(\d+)\\\]\]\(#cite-1-(\d+)\)", answer)]
+    assert links and all(a == b for a, b in links)
+    assert {n for n, _ in links} <= {n for n, _, _ in cites}
+    assert not re.search(r"\]\((?!#cite-1-\d+\))", answer)  # no other link, and the words stay escaped
+    anchors = {m.value for m in at.markdown if m.value.startswith("<span id=")}
+    assert anchors == {f'<span id="cite-1-{n}"></span>' for n, _, _ in cites}
+    # Which sentences were chosen and why: each is a sentence of its source's quote, in the answer,
+    # with its similarity to the question; ranks follow the similarities.
+    (chosen,) = tables(at, "sentence")
+    assert 1 <= len(chosen) <= 3
+    quotes = {n: t.value for (n, _, _), t in zip(cites, [t for t in at.text])}
+    words = plain(answer)
+    for row in chosen.to_dict("records"):
+        n = int(row["source"].strip("[]"))
+        assert row["sentence"] in quotes[n] and f"{row['sentence']} [[{n}]](#cite-1-{n})" in words
+        assert 0.0 < row["similarity"] <= 1.0
+    assert list(chosen.sort_values("similarity", ascending=False)["rank"]) == list(range(1, len(chosen) + 1))
     # Links carry a character fragment for text files.
     assert any(re.fullmatch(r"link: .+\.md#char=\d+,\d+", plain(c.value)) for c in at.caption)
 
@@ -161,20 +182,28 @@ def test_slider_regates_without_searching_again(engine):
 
 
 def test_follow_up_keeps_history_and_new_chat_clears_it(engine):
+    """A follow-up without its subject ("What value of k does it use?", from tests/test_answer.py) is
+    searched together with the question before it, says so, and finds what its standalone form finds."""
     at = app().run()
     at.chat_input[0].set_value(QUESTION).run()
-    at.chat_input[0].set_value("What is the capital of Peru?").run()
+    at.chat_input[0].set_value("What is reciprocal rank fusion?").run()
     users = [plain(m.markdown[0].value) for m in at.chat_message if m.name == "user"]
-    assert users == [QUESTION, "What is the capital of Peru?"]
-    assert len(at.dataframe) == 2  # one retrieval table per answer
-    # A follow-up leans on the conversation: it is searched together with what it refers to.
-    at.chat_input[0].set_value("Why?").run()
+    assert users == [QUESTION, "What is reciprocal rank fusion?"]
+    assert len(tables(at)) == 2  # one retrieval table per answer
+    searches = engine.searches
+    at.chat_input[0].set_value("What value of k does it use?").run()
+    assert engine.searches == searches + 1
     searched = [plain(c.value) for c in at.caption if c.value.startswith("Searched as")]
-    assert searched == ["Searched as: What is the capital of Peru? Why?"], searched
-    assert len(at.dataframe) == 3
+    assert searched == ["Searched as: What is reciprocal rank fusion? What value of k does it use?"], searched
+    assert len(tables(at)) == 3
+    followup_top = citations(at.chat_message[-1])[0][1]
+
     at.sidebar.button[0].click().run()  # New chat
     assert len(at.chat_message) == 0 and len(at.dataframe) == 0
-    at.chat_input[0].set_value("Why?").run()  # no conversation any more: searched as asked
+    at.chat_input[0].set_value("What value of k does reciprocal rank fusion use?").run()
+    assert citations(at)[0][1] == followup_top
+    at.sidebar.button[0].click().run()
+    at.chat_input[0].set_value("What value of k does it use?").run()  # no conversation: searched as asked
     assert not [c for c in at.caption if c.value.startswith("Searched as")]
 
 
@@ -295,7 +324,8 @@ def test_chat_attachment_is_indexed_and_document_text_stays_inert(engine):
     assert shown, "the answer quotes the hostile sentence"
     for m in shown:
         assert plain(m).count("<img src=x onerror=alert(1)>") == 1
-        assert not re.search(r"(?<!\\)(<|!\[|\]\()", m), m  # no unescaped tag, image or link syntax
+        ours = re.sub(r"\[\\\[\d+\\\]\]\(#cite-\d+-\d+\)", "", m)  # the app's own [n] links to its cards
+        assert not re.search(r"(?<!\\)(<|!\[|\]\()", ours), m  # no unescaped tag, image or link syntax
 
 
 def test_md_escape_shows_the_same_characters():
@@ -311,27 +341,3 @@ def test_streamlit_config_matches_the_engine():
     assert config["server"]["maxUploadSize"] == rag.Settings().max_upload_mb
     assert config["server"]["enableXsrfProtection"] is True
     assert config["browser"]["gatherUsageStats"] is False
-
-
-def test_llm_mode_with_no_server_answers_extractively_and_says_why(engine, monkeypatch):
-    """LLM mode pointed at a loopback port where nothing listens (no fake server needed: the connection
-    is refused for real). The chat must still answer, extractively, and say why."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed again when the block ends: nothing listens there
-    monkeypatch.setenv("RAG_ANSWER_MODE", "llm")
-    monkeypatch.setenv("RAG_LLM_BASE_URL", f"http://127.0.0.1:{port}/v1")
-    monkeypatch.setenv("RAG_LLM_MODEL", "none")
-    at = app().run()
-    assert at.sidebar.selectbox(key="answer_mode").options == ["extractive", "llm"]
-    assert at.sidebar.selectbox(key="answer_mode").value == "llm"
-    searches = engine.searches
-    at.chat_input[0].set_value(QUESTION).run()
-    assert not at.exception, at.exception
-    notes = [plain(i.value) for i in at.info]
-    assert len(notes) == 1 and "showing the extractive answer" in notes[0], notes
-    assert citations(at) and any(NEEDLE in " ".join(m.split()) for m in markdowns(at))
-    # Back to extractive: the same search, answered again without a note.
-    at.sidebar.selectbox(key="answer_mode").select("extractive").run()
-    assert not at.info and citations(at)
-    assert engine.searches == searches + 1
