@@ -378,11 +378,10 @@ def _doc_max(scores: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.maximum.reduceat(scores, starts)
 
 
-def _top_docs(doc_scores: np.ndarray, n: int, positive: bool = False) -> list[int]:
-    n = min(n, doc_scores.size)
-    idx = np.argpartition(-doc_scores, n - 1)[:n]
-    idx = idx[np.argsort(-doc_scores[idx], kind="stable")]
-    return [int(i) for i in idx if not positive or doc_scores[i] > 0]
+def _top(scores: np.ndarray, n: int, positive: bool = False) -> list[int]:
+    # A full stable sort: equal scores keep corpus order, so every run ranks ties the same way.
+    idx = np.argsort(-scores, kind="stable")[:n]
+    return [int(i) for i in idx if not positive or scores[i] > 0]
 
 
 def run_beir(folder: str | Path, embedder, settings: Settings, *, split: str = "test", strategy: str = "E",
@@ -429,21 +428,16 @@ def run_beir(folder: str | Path, embedder, settings: Settings, *, split: str = "
         t1 = time.perf_counter()
         ds = vecs @ qv
         t2 = time.perf_counter()
-        dense_docs = _top_docs(_doc_max(ds, ch.starts), max(depth, candidates if fusion == "doc" else 0))
-        bm25_docs = _top_docs(_doc_max(bs, ch.starts), max(depth, candidates if fusion == "doc" else 0), positive=True)
+        dense_docs = _top(_doc_max(ds, ch.starts), max(depth, candidates if fusion == "doc" else 0))
+        bm25_docs = _top(_doc_max(bs, ch.starts), max(depth, candidates if fusion == "doc" else 0), positive=True)
         t3 = time.perf_counter()
         if fusion == "doc":
             fused = rrf({"dense": [str(i) for i in dense_docs[:candidates]], "bm25": [str(i) for i in bm25_docs[:candidates]]},
                         k=settings.rrf_k, weights=weights)
             hybrid_docs = [int(i) for i in fused][:depth]
         else:
-            nc = min(candidates, len(ch.texts))
-            dtop = np.argpartition(-ds, nc - 1)[:nc]
-            dtop = dtop[np.argsort(-ds[dtop], kind="stable")]
-            btop = np.argpartition(-bs, nc - 1)[:nc]
-            btop = [i for i in btop[np.argsort(-bs[btop], kind="stable")] if bs[i] > 0]
-            fused = rrf({"dense": [int(i) for i in dtop], "bm25": [int(i) for i in btop]}, k=settings.rrf_k,
-                        weights=weights)
+            fused = rrf({"dense": _top(ds, candidates), "bm25": _top(bs, candidates, positive=True)},
+                        k=settings.rrf_k, weights=weights)
             best = np.zeros(ndocs)
             for c, s in fused.items():
                 d = ch.doc_of[c]
