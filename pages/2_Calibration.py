@@ -29,6 +29,9 @@ ui.folder_picker()
 ws = ui.workspace()
 engine = ws.engine
 questions_path = Path(engine.settings.index_path) / "questions.jsonl"
+if "threshold" in st.session_state:
+    # Streamlit forgets a widget's value on pages that do not draw it: keep the chat slider's threshold.
+    st.session_state["threshold"] = st.session_state["threshold"]
 
 st.title("Calibration")
 st.caption("The threshold is the only part that can say no. Pick it from questions about this folder: "
