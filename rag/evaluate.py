@@ -46,7 +46,7 @@ import numpy as np
 from rag.chunk import Strategy, chunk_document, strategy as make_strategy
 from rag.extract import EXTRACTOR_VERSIONS, Extracted, Section, extract
 from rag.gate import CAPPED, KEPT, OVER, Gated, gate
-from rag.lexical import LexicalIndex, analyze, fold
+from rag.lexical import LexicalIndex
 from rag.search import SearchResult, rrf
 from rag.settings import Settings
 
