@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `ui` lives be
 import ui  # noqa: E402
 from rag import evaluate  # noqa: E402
 
-st.set_page_config(page_title="Calibration · Chat with your folder", page_icon=":material/tune:", layout="wide")
+st.set_page_config(page_title="Calibration · Chat with your folder", page_icon="🎚️", layout="wide")
 
 ui.folder_picker()
 ws = ui.workspace()

@@ -31,7 +31,7 @@ from rag.chunk import Chunk, chunk_document, strategy
 from rag.embed import Embedder, count_tokens, header_share, load_embedder
 from rag.extract import EXTRACTOR_VERSIONS, SUPPORTED, ExtractionError, Extracted, extract_bytes, kind_of
 from rag.gate import Gated, gate
-from rag.lexical import detect_language
+from rag.lexical import detect_language, question_language
 from rag.llm import LLMError
 from rag.library import VISIBLE, DocRecord, Library, Stamp, WriterLock
 from rag.search import SearchResult, Snapshot, hybrid_search
@@ -421,6 +421,19 @@ class Engine:
                 pass  # the answer step reaches the same server and says why in its note
         return joined
 
+    def threshold_for(self, question: str) -> float:
+        """The settings' threshold, or the one set for the question's language (`language_thresholds`).
+
+        MiniLM puts Portuguese text closer together than English: calibration on a folder can show the
+        two groups of questions need different thresholds (README, threshold sweep by language).
+        """
+        by_lang = self.settings.thresholds_by_language
+        if by_lang:
+            lang = question_language(question)
+            if lang in by_lang:
+                return by_lang[lang]
+        return self.settings.threshold
+
     def generator(self) -> Generator:
         return make_generator(self.settings, self.embedder)
 
@@ -433,7 +446,7 @@ class Engine:
             doc_ids: Sequence[str] | None = None, generator: Generator | None = None,
             history: Sequence[str] | None = None, on_text: Callable[[str], None] | None = None) -> Turn:
         result = self.search(question, doc_ids=doc_ids, history=history)
-        gated = gate(result, self.settings.threshold if threshold is None else threshold,
+        gated = gate(result, self.threshold_for(question) if threshold is None else threshold,
                      self.settings.max_chunks if max_chunks is None else max_chunks)
         return Turn(question, result, gated, self.answer(gated, generator, standalone=result.query, on_text=on_text))
 

@@ -46,7 +46,7 @@ import numpy as np
 from rag.chunk import Strategy, chunk_document, strategy as make_strategy
 from rag.extract import EXTRACTOR_VERSIONS, Extracted, Section, extract
 from rag.gate import CAPPED, KEPT, OVER, Gated, gate
-from rag.lexical import LexicalIndex
+from rag.lexical import LexicalIndex, question_language  # noqa: F401  (re-exported for the calibration page)
 from rag.search import SearchResult, rrf
 from rag.settings import Settings
 
@@ -188,26 +188,6 @@ def save_question(path: str | Path, q: Question) -> None:
     p.parent.mkdir(parents=True, exist_ok=True)
     with p.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(q.to_json(), ensure_ascii=False) + "\n")
-
-
-_QUESTION_WORDS = {
-    "en": {"the", "what", "how", "does", "do", "is", "are", "can", "which", "why", "when", "where", "who", "of",
-           "to", "my", "i", "a", "an", "it", "in", "for", "and", "should", "will"},
-    "pt": {"o", "a", "os", "as", "que", "qual", "quais", "como", "quando", "onde", "quem", "porque", "por", "de",
-           "do", "da", "dos", "das", "um", "uma", "e", "é", "sao", "são", "em", "no", "na", "para", "posso", "se",
-           "eu", "meu", "minha", "há", "ha", "nao", "não", "quanto", "quantos", "ao", "com"},
-}
-
-
-def question_language(text: str) -> str:
-    """'en' or 'pt' for a short question, by function words and Portuguese letters; '' if unclear."""
-    words = re.findall(r"[^\W\d_]+", text.lower())
-    pt = sum(1 for w in words if w in _QUESTION_WORDS["pt"] and w not in ("a", "e")) + \
-        2 * sum(1 for w in words if re.search(r"[ãõçáéíóúâêô]", w))
-    en = sum(1 for w in words if w in _QUESTION_WORDS["en"] and w != "a")
-    if pt == en:
-        return ""
-    return "pt" if pt > en else "en"
 
 
 def _squash(text: str) -> str:

@@ -77,6 +77,26 @@ def detect_language(text: str) -> str:
     return best if hits[best] >= 1.2 * other else ""
 
 
+_QUESTION_WORDS = {
+    "en": {"the", "what", "how", "does", "do", "is", "are", "can", "which", "why", "when", "where", "who", "of",
+           "to", "my", "i", "a", "an", "it", "in", "for", "and", "should", "will"},
+    "pt": {"o", "a", "os", "as", "que", "qual", "quais", "como", "quando", "onde", "quem", "porque", "por", "de",
+           "do", "da", "dos", "das", "um", "uma", "e", "é", "sao", "são", "em", "no", "na", "para", "posso", "se",
+           "eu", "meu", "minha", "há", "ha", "nao", "não", "quanto", "quantos", "ao", "com"},
+}
+
+
+def question_language(text: str) -> str:
+    """'en' or 'pt' for a short question, by function words and Portuguese letters; '' if unclear."""
+    words = re.findall(r"[^\W\d_]+", text.lower())
+    pt = sum(1 for w in words if w in _QUESTION_WORDS["pt"] and w not in ("a", "e")) + \
+        2 * sum(1 for w in words if re.search(r"[ãõçáéíóúâêô]", w))
+    en = sum(1 for w in words if w in _QUESTION_WORDS["en"] and w != "a")
+    if pt == en:
+        return ""
+    return "pt" if pt > en else "en"
+
+
 def analyze(text: str, lang: str) -> list[str]:
     lang = lang if lang in LANGUAGES else "en"
     stop = _stopwords(lang)

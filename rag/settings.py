@@ -48,6 +48,8 @@ class Settings:
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     threshold: float = 0.675
+    # Per question language, when calibration shows the groups apart: "pt=0.40,en=0.60". Empty: one threshold.
+    language_thresholds: str = ""
     max_chunks: int = 4
     hnsw_ef_search: int = 400
 
@@ -73,6 +75,21 @@ class Settings:
     @property
     def index_path(self) -> Path:
         return Path(self.index_dir) if self.index_dir else Path(self.folder) / ".rag-index"
+
+    @property
+    def thresholds_by_language(self) -> dict[str, float]:
+        """`language_thresholds` parsed: {"pt": 0.4}.
+
+        >>> Settings(language_thresholds="pt=0.4, en=0.6").thresholds_by_language
+        {'pt': 0.4, 'en': 0.6}
+        """
+        out = {}
+        for part in filter(None, (p.strip() for p in self.language_thresholds.split(","))):
+            lang, sep, value = part.partition("=")
+            if not sep:
+                raise ValueError(f"language_thresholds wants LANG=DISTANCE pairs like 'pt=0.4', got {part!r}")
+            out[lang.strip()] = float(value)
+        return out
 
     def replace(self, **changes: Any) -> "Settings":
         return _coerce(dataclasses.replace(self, **changes))
@@ -106,6 +123,8 @@ def _coerce(s: Settings) -> Settings:
     out = Settings(**values)
     if not 0.0 <= out.threshold <= 2.0:
         raise ValueError(f"threshold must be a cosine distance between 0 and 2, got {out.threshold}")
+    if any(not 0.0 <= t <= 2.0 for t in out.thresholds_by_language.values()):
+        raise ValueError(f"language_thresholds must be cosine distances between 0 and 2: {out.language_thresholds!r}")
     if out.answer_mode not in ("extractive", "llm"):
         raise ValueError(f"answer_mode must be one of 'extractive', 'llm', got {out.answer_mode!r}")
     if out.max_chunks < 1 or out.candidates < 1:

@@ -364,3 +364,23 @@ def test_portuguese_variants_match_through_bm25(make_engine, tmp_path):
     for q in ("devolucoes", "devolução", "DEVOLUCAO aceite", "entregas gratuitas"):
         top = engine.search(q).candidates[0]
         assert top.doc_name == "loja.md" and top.bm25_rank == 1, q
+
+
+def test_per_language_threshold_applies_to_questions_in_that_language(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    write(folder, "loja.md", PT_NOTE)
+    write(folder, "errors.md", ERR_DOC)
+    plain = make_engine(folder, index_dir=tmp_path / "a")
+    plain.sync()
+    pt_q, en_q = "Quantos dias tenho para fazer uma devolução?", "What does the controller report when the calibration table is missing?"
+    pt_turn, en_turn = plain.ask(pt_q), plain.ask(en_q)
+    assert not pt_turn.answer.refused and not en_turn.answer.refused
+    # A Portuguese threshold under the closest Portuguese distance refuses; English questions keep the default.
+    strict = pt_turn.gated.closest.distance - 0.01
+    split = make_engine(folder, index_dir=tmp_path / "a", language_thresholds=f"pt={strict:.3f}")
+    assert split.threshold_for(pt_q) == pytest.approx(strict, abs=1e-3) and split.threshold_for(en_q) == 0.675
+    refused = split.ask(pt_q)
+    assert refused.answer.refused and f"{strict:.3f}" in refused.answer.text
+    assert not split.ask(en_q).answer.refused
+    with pytest.raises(ValueError, match="LANG=DISTANCE"):
+        rag.load_settings(env={}, language_thresholds="pt:0.4").thresholds_by_language
