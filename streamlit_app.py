@@ -161,21 +161,15 @@ def show_answer(turn_no: int, ans: rag.Answer, gated: rag.Gated, mode_name: str,
         st.caption(f"prompt {ans.prompt_tokens} tokens (tiktoken)")
 
 
-def chosen_table(ans: rag.Answer) -> None:
-    """Which sentences the extractive answer chose, and why: their similarity to the question."""
-    st.markdown(f"**Sentences chosen for the answer** · the {len(ans.chosen)} sentences of the kept passages "
-                "closest in meaning to the question (cosine similarity, same embedding model), no repeats, "
-                "in source order")
+def chosen_sentences(ans: rag.Answer, slot) -> None:
+    """Which sentences the extractive answer chose, and why: their similarity to the question. A list of
+    escaped lines (one table per answer is the retrieval table's place)."""
     ranks = {c: i + 1 for i, c in enumerate(sorted(ans.chosen, key=lambda c: -c.score))}
-    frame = pd.DataFrame([{"source": f"[{c.n}]", "similarity": c.score, "rank": ranks[c], "sentence": c.text}
-                          for c in ans.chosen], columns=["source", "similarity", "rank", "sentence"])
-    st.dataframe(frame, hide_index=True, width="stretch", column_config={
-        "source": st.column_config.TextColumn("source", width="small"),
-        "similarity": st.column_config.NumberColumn("similarity", format="%.3f",
-                                                    help="Cosine similarity of the sentence to the question"),
-        "rank": st.column_config.NumberColumn("rank", width="small", help="1 = the most similar"),
-        "sentence": st.column_config.TextColumn("sentence", width="large"),
-    })
+    lines = [f"- similarity **{c.score:.3f}** (rank {ranks[c]}) · source **[{c.n}]** · "
+             f"{ui.md_escape(' '.join(c.text.split()))}" for c in ans.chosen]
+    slot.markdown(f"**Sentences chosen for the answer**: the {len(ans.chosen)} sentences of the kept passages "
+                "closest in meaning to the question (cosine similarity with the same embedding model), no "
+                "repeats, in source order\n\n" + "\n".join(lines))
 
 
 def retrieval_table(gated: rag.Gated) -> None:
@@ -241,31 +235,39 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
     with st.chat_message("assistant"):
         if turn["result"].query != turn["question"]:  # a follow-up, searched with what it refers to
             st.caption(f"Searched as: {ui.md_escape(turn['result'].query)}")
+        # Fixed places, whatever the state: the answer (or the refusal), then the sources. When the
+        # slider turns an answer into a refusal, an empty element takes the sources' place, so their
+        # cards go at once instead of lingering until the rest of the page is drawn.
+        head = st.container()
         if gated.refusal is not None:
-            st.markdown(":orange-badge[:material/block: refused] nothing passed the threshold")
-            st.text(gated.refusal)
-            if gated.closest is not None:
-                c = gated.closest
-                need = math.ceil(gated.needed_threshold * 1000) / 1000  # shown rounded up, so it really passes
-                where = (f"p. {c.page} · " if c.page is not None else "") + (c.section or c.title or "start of file")
-                st.markdown(f"Closest candidate: **{ui.md_escape(c.doc_name)}** · {ui.md_escape(where)} "
-                            f"at cosine distance **{c.distance:.3f}**.")
-                st.markdown(f"A threshold of **{need:.3f}** would let it through.")
-            else:
-                st.markdown("The folder has nothing indexed yet: add documents in the sidebar.")
+            with head:
+                st.markdown(":orange-badge[:material/block: refused] nothing passed the threshold")
+                st.text(gated.refusal)
+                if gated.closest is not None:
+                    c = gated.closest
+                    need = math.ceil(gated.needed_threshold * 1000) / 1000  # rounded up, so it really passes
+                    where = (f"p. {c.page} · " if c.page is not None else "") + (c.section or c.title or "start of file")
+                    st.markdown(f"Closest candidate: **{ui.md_escape(c.doc_name)}** · {ui.md_escape(where)} "
+                                f"at cosine distance **{c.distance:.3f}**.")
+                    st.markdown(f"A threshold of **{need:.3f}** would let it through.")
+                else:
+                    st.markdown("The folder has nothing indexed yet: add documents in the sidebar.")
+            st.empty()
             ms = None
         else:
-            badge, slot = st.empty(), st.empty()
-            ans, ms = answer_for(turn, gated, t_mode, slot)
-            llm_refused = ans.refused and ans.mode == "llm"
-            if llm_refused:
-                badge.markdown(":orange-badge[:material/block: refused] the LLM found no answer in the sources it read")
-            show_answer(turn_no, ans, gated, t_mode, slot)
-            read = set(ans.check.given) if ans.check is not None else None
-            title = "Sources the LLM read" if llm_refused else "Sources"
-            st.markdown(f"**{title}** · threshold {gated.threshold:.3f} · {len(gated.citations)} of "
-                        f"{len(gated.candidates)} candidates kept")
-            citation_cards(turn_no, gated, read if llm_refused else None)
+            with head:
+                badge, slot = st.empty(), st.empty()
+                ans, ms = answer_for(turn, gated, t_mode, slot)
+                llm_refused = ans.refused and ans.mode == "llm"
+                if llm_refused:
+                    badge.markdown(":orange-badge[:material/block: refused] the LLM found no answer in the sources it read")
+                show_answer(turn_no, ans, gated, t_mode, slot)
+            with st.container():
+                read = set(ans.check.given) if ans.check is not None else None
+                title = "Sources the LLM read" if llm_refused else "Sources"
+                st.markdown(f"**{title}** · threshold {gated.threshold:.3f} · {len(gated.citations)} of "
+                            f"{len(gated.candidates)} candidates kept")
+                citation_cards(turn_no, gated, read if llm_refused else None)
         timing = turn["result"].timings_ms
         search_ms = sum(timing.values())
         answered = f" · {ans.mode} answer {ms:.0f} ms" if ans is not None else ""
@@ -275,8 +277,9 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
         kept = sum(1 for v in gated.verdicts if v == rag.KEPT)
         with st.expander(f"Retrieval: {len(gated.candidates)} candidates, {kept} kept", expanded=live):
             retrieval_table(gated)
+            chosen = st.empty()  # in every state, so a list from an earlier answer never lingers
             if ans is not None and ans.chosen:
-                chosen_table(ans)
+                chosen_sentences(ans, chosen)
 
 
 def ask(question: str) -> None:

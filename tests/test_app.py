@@ -75,10 +75,16 @@ def citations(at) -> list[tuple[int, str, float]]:
     return out
 
 
-def tables(at, column: str = "verdict") -> list:
-    """The dataframes on the page that have `column`: "verdict" for retrieval tables (one per answer),
-    "sentence" for the extractive answer's chosen sentences."""
-    return [d.value for d in at.dataframe if column in d.value.columns]
+def tables(at) -> list:
+    """The retrieval tables on the page, one per answer."""
+    return [d.value for d in at.dataframe if "verdict" in d.value.columns]
+
+
+def chosen(at) -> list[tuple[int, float, int, str]]:
+    """(n, similarity, rank, sentence) of the last answer's "Sentences chosen" list."""
+    block = [m.value for m in at.markdown if m.value.startswith("**Sentences chosen")][-1]
+    rows = re.findall(r"^- similarity \*\*([0-9.]+)\*\* \(rank (\d+)\) · source \*\*\[(\d+)\]\*\* · (.*)$", block, re.M)
+    return [(int(n), float(sim), int(rank), plain(text)) for sim, rank, n, text in rows]
 
 
 def table(at):
@@ -116,17 +122,17 @@ def test_question_shows_answer_citations_distances_and_table(engine):
     assert not re.search(r"\]\((?!#cite-1-\d+\))", answer)  # no other link, and the words stay escaped
     anchors = {m.value for m in at.markdown if m.value.startswith("<span id=")}
     assert anchors == {f'<span id="cite-1-{n}"></span>' for n, _, _ in cites}
-    # Which sentences were chosen and why: each is a sentence of its source's quote, in the answer,
-    # with its similarity to the question; ranks follow the similarities.
-    (chosen,) = tables(at, "sentence")
-    assert 1 <= len(chosen) <= 3
-    quotes = {n: t.value for (n, _, _), t in zip(cites, [t for t in at.text])}
-    words = plain(answer)
-    for row in chosen.to_dict("records"):
-        n = int(row["source"].strip("[]"))
-        assert row["sentence"] in quotes[n] and f"{row['sentence']} [[{n}]](#cite-1-{n})" in words
-        assert 0.0 < row["similarity"] <= 1.0
-    assert list(chosen.sort_values("similarity", ascending=False)["rank"]) == list(range(1, len(chosen) + 1))
+    # Which sentences were chosen and why: each is a sentence of its source's quote, with its similarity
+    # to the question; ranks follow the similarities.
+    picked = chosen(at)
+    assert 1 <= len(picked) <= 3
+    quotes = {n: " ".join(t.value.split()) for (n, _, _), t in zip(cites, at.text)}
+    words = " ".join(plain(answer).split())
+    for n, sim, _, sentence in picked:
+        assert sentence in quotes[n] and 0.0 < sim <= 1.0
+    # The answer is exactly the listed sentences, in that order, each with its [n] linked to its card.
+    assert words == " ".join(f"{sentence} [[{n}]](#cite-1-{n})" for n, _, _, sentence in picked)
+    assert [r for _, _, r, _ in sorted(picked, key=lambda p: -p[1])] == list(range(1, len(picked) + 1))
     # Links carry a character fragment for text files.
     assert any(re.fullmatch(r"link: .+\.md#char=\d+,\d+", plain(c.value)) for c in at.caption)
 
