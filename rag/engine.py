@@ -36,7 +36,7 @@ from rag.llm import LLMError
 from rag.library import VISIBLE, DocRecord, Library, Stamp, WriterLock
 from rag.search import SearchResult, Snapshot, hybrid_search
 from rag.settings import Settings
-from rag.store import ChunkStore, StoredChunk
+from rag.store import ChunkStore, StoredChunk, chunk_metadata
 
 Progress = Callable[[int, int, str], None]  # (done, total, current file)
 EMBED_GROUP = 256  # chunks embedded together across small documents: the model is fastest in full batches
@@ -124,6 +124,7 @@ class Engine:
         self.lock = WriterLock(settings.index_path / "writer.lock")
         self.searches = 0  # how many searches ran: re-gating must not add to it
         self._chunks_by_doc: dict[str, list[StoredChunk]] = {}
+        self._unpublished = 0  # chunks written to the store and not yet in the snapshot
         self._publish_lock = threading.Lock()
         if self.lock.acquire(timeout=0):  # another process writing will recover on its own
             try:
@@ -158,7 +159,7 @@ class Engine:
         """Rebuild the search snapshot from the store (the truth) and the library's statuses."""
         visible = {r.doc_id for r in self.library.all() if r.status in VISIBLE}
         by_doc: dict[str, list[StoredChunk]] = {}
-        for c in self.store.all_chunks():
+        for c in self.store.all_chunks(vectors=True):
             if c.doc_id in visible:
                 by_doc.setdefault(c.doc_id, []).append(c)
         for chunks in by_doc.values():
@@ -172,6 +173,25 @@ class Engine:
             chunks = [c for d in sorted(self._chunks_by_doc) if d in records for c in self._chunks_by_doc[d]]
             docs = {d: (r.path, r.title, r.kind) for d, r in records.items()}
             self.snapshot = Snapshot.build(chunks, docs, self.settings)
+            self._unpublished = 0
+            self.weights = self._fusion_weights(records.values())
+
+    def _fusion_weights(self, records) -> dict[str, float]:
+        """RRF weights; BM25 weighs more when most of the folder is in a language the model does not cover.
+
+        Measured on the sample's Portuguese notes (README): plain RRF let the dense side push BM25's hits
+        down; above about 1.35 every BM25-only hit would outrank dense's first, so the boost stays under it.
+        """
+        chars: dict[str, int] = {}
+        for r in records:
+            if r.status in VISIBLE and r.lang:
+                chars[r.lang] = chars.get(r.lang, 0) + r.chars
+        weights = {"dense": self.settings.dense_weight, "bm25": self.settings.bm25_weight}
+        if chars:
+            main = max(chars, key=chars.get)
+            if main not in self.embedder.languages and chars[main] >= 0.5 * sum(chars.values()):
+                weights["bm25"] *= self.settings.bm25_boost_uncovered
+        return weights
 
     # --- indexing --------------------------------------------------------------------------------
 
@@ -332,24 +352,28 @@ class Engine:
                 report.outcomes.append(FileOutcome(rec.path, "failed", reason=rec.reason, doc_id=rec.doc_id))
             return
         report.embedded += len(texts)
-        at = 0
-        for rec, chunks in group:
-            vecs = vectors[at:at + len(chunks)]
-            at += len(chunks)
-            # pending first: a crash from here on leaves a record that start-up knows to undo.
-            self.library.put(rec)
-            self.store.delete_doc(rec.doc_id)
-            extra = {"lang": rec.lang, "model": rec.stamp.model, "dimension": rec.stamp.dimension,
-                     "chunker": rec.stamp.chunker, "extractor": rec.stamp.extractor}
-            self.store.add(chunks, vecs, extra)
-            rec.status, rec.reason, rec.chunks, rec.indexed_at = "indexed", "", len(chunks), time.time()
-            self.library.put(rec)  # chunk count and stamp land together, after all chunks are written
+        recs = [rec for rec, _ in group]
+        chunks = [c for _, cs in group for c in cs]
+        extras = [self._chunk_extra(rec) for rec, cs in group for _ in cs]
+        # pending first: a crash from here on leaves records that start-up knows to undo.
+        self.library.put(*recs)
+        self.store.delete_docs([r.doc_id for r in recs])
+        self.store.add(chunks, vectors, extras)  # one write for the group: Chroma is fastest in bulk
+        self._unpublished += len(chunks)
+        at, now = 0, time.time()
+        for rec, cs in group:
+            rec.status, rec.reason, rec.chunks, rec.indexed_at = "indexed", "", len(cs), now
             self._chunks_by_doc[rec.doc_id] = [
-                StoredChunk(c.id, c.doc_id, c.text, {"doc_id": c.doc_id, "chunk_index": c.index, "section": c.section,
-                                                     "start": c.start, "end": c.end, "page": c.page,
-                                                     "page_end": c.page_end, "header_len": c.header_len, **extra})
-                for c in chunks]
-            report.outcomes.append(FileOutcome(rec.path, "indexed", len(chunks), doc_id=rec.doc_id))
+                StoredChunk(c.id, c.doc_id, c.text, chunk_metadata(c, x), v)
+                for c, x, v in zip(cs, extras[at:at + len(cs)], vectors[at:at + len(cs)])]
+            at += len(cs)
+            report.outcomes.append(FileOutcome(rec.path, "indexed", len(cs), doc_id=rec.doc_id))
+        self.library.put(*recs)  # chunk counts and stamps land together, after all chunks are written
+
+    @staticmethod
+    def _chunk_extra(rec: DocRecord) -> dict:
+        return {"lang": rec.lang, "model": rec.stamp.model, "dimension": rec.stamp.dimension,
+                "chunker": rec.stamp.chunker, "extractor": rec.stamp.extractor}
 
     # --- uploads -----------------------------------------------------------------------------------
 
@@ -402,7 +426,8 @@ class Engine:
         if query is None and history:
             query = self.standalone_query(question, history)
         return hybrid_search(question, embedder=self.embedder, store=self.store, snapshot=self.snapshot,
-                             settings=self.settings, doc_ids=doc_ids, query=query)
+                             settings=self.settings, doc_ids=doc_ids, query=query, hidden=self._unpublished,
+                             weights=self.weights)
 
     def standalone_query(self, question: str, history: Sequence[str]) -> str:
         """What to search for `question` after `history`: the question itself unless it is a follow-up

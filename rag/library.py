@@ -84,11 +84,13 @@ class Library:
             self._local.conn = conn
         return _Tx(conn)
 
-    def put(self, rec: DocRecord) -> None:
-        data = dataclasses.asdict(rec)
+    def put(self, *recs: DocRecord) -> None:
+        """Write records, all in one transaction."""
         with self._db() as db:
-            db.execute("DELETE FROM documents WHERE path = ? AND doc_id != ?", (rec.path, rec.doc_id))
-            db.execute("INSERT OR REPLACE INTO documents VALUES (?, ?, ?)", (rec.doc_id, rec.path, json.dumps(data)))
+            for rec in recs:
+                db.execute("DELETE FROM documents WHERE path = ? AND doc_id != ?", (rec.path, rec.doc_id))
+                db.execute("INSERT OR REPLACE INTO documents VALUES (?, ?, ?)",
+                           (rec.doc_id, rec.path, json.dumps(dataclasses.asdict(rec))))
 
     def get(self, doc_id: str) -> DocRecord | None:
         with self._db() as db:

@@ -73,27 +73,32 @@ class SearchResult:
 
 @dataclass
 class Snapshot:
-    """The searchable state at one moment: visible chunks, their BM25 index and their documents."""
+    """The searchable state at one moment: visible chunks, their vectors, BM25 index and documents."""
 
     chunks: list[StoredChunk]
     lexical: LexicalIndex
     docs: dict[str, tuple[str, str, str]]  # doc_id -> (path, title, kind)
     pos: dict[str, int] = field(default_factory=dict)
     doc_of: np.ndarray | None = None
+    vectors: np.ndarray | None = None  # row i is chunks[i]'s stored vector: distances without a round trip
 
     @classmethod
     def build(cls, chunks: list[StoredChunk], docs: dict[str, tuple[str, str, str]], settings: Settings) -> "Snapshot":
         lexical = LexicalIndex.build([c.text for c in chunks], [c.meta.get("lang", "") for c in chunks],
                                      k1=settings.bm25_k1, b=settings.bm25_b)
+        vectors = np.stack([c.vector for c in chunks]) if chunks and all(c.vector is not None for c in chunks) else None
         return cls(chunks, lexical, docs, {c.id: i for i, c in enumerate(chunks)},
-                   np.array([c.doc_id for c in chunks], dtype=object))
+                   np.array([c.doc_id for c in chunks], dtype=object), vectors)
 
 
 def hybrid_search(question: str, *, embedder: Embedder, store: ChunkStore, snapshot: Snapshot, settings: Settings,
-                  doc_ids: Sequence[str] | None = None, query: str | None = None) -> SearchResult:
+                  doc_ids: Sequence[str] | None = None, query: str | None = None, hidden: int | None = None,
+                  weights: dict[str, float] | None = None) -> SearchResult:
+    """`hidden`: how many chunks in the store this snapshot does not show (being written by this process);
+    None asks the store."""
     query = query or question
     n = settings.candidates
-    weights = {"dense": settings.dense_weight, "bm25": settings.bm25_weight}
+    weights = weights or {"dense": settings.dense_weight, "bm25": settings.bm25_weight}
     t = time.perf_counter()
     timings: dict[str, float] = {}
 
@@ -116,15 +121,26 @@ def hybrid_search(question: str, *, embedder: Embedder, store: ChunkStore, snaps
 
     # Chunks in the store that this snapshot does not show (a document being written) may take places
     # in Chroma's answer: ask for that many more, then keep only what the snapshot shows.
-    hidden = max(0, store.count() - len(snapshot.chunks)) if snapshot.chunks else 0
-    dense = [(cid, d) for cid, d in store.query(qv, n + hidden, doc_ids) if cid in snapshot.pos][:n]
+    if hidden is None:
+        hidden = max(0, store.count() - len(snapshot.chunks)) if snapshot.chunks else 0
+    raw = store.query(qv, n + hidden, doc_ids)
+    dense = [(cid, d) for cid, d in raw if cid in snapshot.pos][:n]
+    if len(dense) < n and len(raw) == n + hidden and snapshot.chunks:
+        # Short after dropping unseen chunks: another process may be writing. Ask how many there are.
+        unseen = store.count() - len(snapshot.chunks)
+        if unseen > hidden:
+            dense = [(cid, d) for cid, d in store.query(qv, n + unseen, doc_ids) if cid in snapshot.pos][:n]
     distances = dict(dense)
     lap("dense")
 
     fused = rrf({"dense": [cid for cid, _ in dense], "bm25": bm25_ids}, k=settings.rrf_k, weights=weights)
     missing = [cid for cid in fused if cid not in distances]
-    for cid, v in store.vectors(missing).items():
-        distances[cid] = float(1.0 - np.dot(qv, v))
+    if snapshot.vectors is not None:
+        for cid in missing:
+            distances[cid] = float(1.0 - np.dot(qv, snapshot.vectors[snapshot.pos[cid]]))
+    else:
+        for cid, v in store.vectors(missing).items():
+            distances[cid] = float(1.0 - np.dot(qv, v))
     dense_rank = {cid: r for r, (cid, _) in enumerate(dense, start=1)}
     bm25_rank = {cid: r for r, cid in enumerate(bm25_ids, start=1)}
     # Equal fused scores: the closer chunk first.

@@ -45,6 +45,7 @@ class Settings:
     rrf_k: int = 60
     dense_weight: float = 1.0
     bm25_weight: float = 1.0
+    bm25_boost_uncovered: float = 1.3  # BM25's weight is multiplied by this when the model misses the folder's language
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     threshold: float = 0.675

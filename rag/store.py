@@ -31,10 +31,16 @@ class StoredChunk:
     doc_id: str
     text: str  # embedded text; content is text[header_len:]
     meta: dict[str, Any]
+    vector: np.ndarray | None = None
 
     @property
     def content(self) -> str:
         return self.text[int(self.meta["header_len"]):]
+
+
+def chunk_metadata(c: Chunk, extra: dict[str, Any]) -> dict[str, Any]:
+    return {"doc_id": c.doc_id, "chunk_index": c.index, "section": c.section, "start": c.start, "end": c.end,
+            "page": c.page, "page_end": c.page_end, "header_len": c.header_len, **extra}
 
 
 class StoreError(RuntimeError):
@@ -70,8 +76,7 @@ class ChunkStore:
             self.name = collection_name(settings.collection_prefix, model, dimension)
             self.collection = self.client.get_or_create_collection(
                 self.name,
-                configuration={"hnsw": {"space": "cosine", "ef_search": settings.hnsw_ef_search,
-                                        "ef_construction": 200}},
+                configuration={"hnsw": {"space": "cosine", "ef_search": settings.hnsw_ef_search}},
                 metadata={"embedding_model": model, "dimension": dimension, "space": "cosine"},
                 embedding_function=None,
             )
@@ -95,14 +100,19 @@ class ChunkStore:
 
     # --- writes ---------------------------------------------------------------------------------
 
-    def add(self, chunks: Sequence[Chunk], vectors: np.ndarray, extra: dict[str, Any]) -> None:
+    def add(self, chunks: Sequence[Chunk], vectors: np.ndarray, extra: dict[str, Any] | Sequence[dict[str, Any]]) -> None:
+        """Write chunks with their vectors; `extra` is metadata for all of them, or one dict per chunk."""
+        extras = [extra] * len(chunks) if isinstance(extra, dict) else list(extra)
         for i in range(0, len(chunks), MAX_BATCH):
             part = chunks[i:i + MAX_BATCH]
-            metas = [{"doc_id": c.doc_id, "chunk_index": c.index, "section": c.section, "start": c.start,
-                      "end": c.end, "page": c.page, "page_end": c.page_end, "header_len": c.header_len,
-                      **extra} for c in part]
+            metas = [chunk_metadata(c, x) for c, x in zip(part, extras[i:i + MAX_BATCH])]
             self._call(self.collection.upsert, ids=[c.id for c in part], embeddings=vectors[i:i + MAX_BATCH],
                        documents=[c.text for c in part], metadatas=metas)
+
+    def delete_docs(self, doc_ids: Sequence[str]) -> None:
+        if doc_ids:
+            self._call(self.collection.delete, where={"doc_id": {"$in": list(doc_ids)}} if len(doc_ids) > 1
+                       else {"doc_id": doc_ids[0]})
 
     def delete_doc(self, doc_id: str) -> None:
         self._call(self.collection.delete, where={"doc_id": doc_id})
@@ -122,12 +132,15 @@ class ChunkStore:
     def count(self) -> int:
         return self._call(self.collection.count)
 
-    def all_chunks(self, page: int = 5000) -> Iterable[StoredChunk]:
+    def all_chunks(self, page: int = 5000, vectors: bool = False) -> Iterable[StoredChunk]:
         offset = 0
+        include = ["documents", "metadatas"] + (["embeddings"] if vectors else [])
         while True:
-            got = self._call(self.collection.get, include=["documents", "metadatas"], limit=page, offset=offset)
-            for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"]):
-                yield StoredChunk(cid, meta["doc_id"], text, meta)
+            got = self._call(self.collection.get, include=include, limit=page, offset=offset)
+            vecs = got["embeddings"] if vectors else [None] * len(got["ids"])
+            for cid, text, meta, vec in zip(got["ids"], got["documents"], got["metadatas"], vecs):
+                yield StoredChunk(cid, meta["doc_id"], text, meta,
+                                  None if vec is None else np.asarray(vec, dtype=np.float32))
             if len(got["ids"]) < page:
                 return
             offset += page
