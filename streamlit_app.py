@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # `ui` beside this fil
 
 import ui  # noqa: E402  (first: it sets the process environment before the engine loads torch)
 import rag  # noqa: E402
+from rag import evaluate  # noqa: E402
 
 st.set_page_config(page_title="Chat with your folder", page_icon="📁", layout="wide")
 
@@ -276,10 +277,30 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
                    + ("" if live else f" · answered at threshold {t_threshold:.3f}"))
         kept = sum(1 for v in gated.verdicts if v == rag.KEPT)
         with st.expander(f"Retrieval: {len(gated.candidates)} candidates, {kept} kept", expanded=live):
+            w = turn["result"].weights
+            st.caption(f"Reciprocal rank fusion, k = {settings.rrf_k}, weights dense {w['dense']:g} · BM25 {w['bm25']:g}"
+                       + (" (BM25 weighs more: most of this folder is in a language the embedding model does "
+                          "not cover)" if w["bm25"] > w["dense"] else ""))
             retrieval_table(gated)
             chosen = st.empty()  # in every state, so a list from an earlier answer never lingers
             if ans is not None and ans.chosen:
                 chosen_sentences(ans, chosen)
+        why_not_found(turn, gated)
+
+
+def why_not_found(turn: dict, gated: rag.Gated) -> None:
+    """Paste the sentence you expected; the app says where it was lost (extraction, chunking, ranks,
+    threshold, cap) or that it was in fact cited."""
+    with st.expander("Why wasn't it found?"):
+        expected = st.text_input("The sentence you expected the answer to come from", key=f"why-{turn['id']}",
+                                 placeholder="Paste it as it stands in your document")
+        if expected.strip():
+            d = evaluate.why_not_found(engine, turn["result"], gated, expected)
+            st.markdown(f"**{ui.md_escape(d.verdict)}**: {ui.md_escape(d.message)}")
+            if d.straddles:
+                st.caption("It falls across these two chunks:")
+                for part in d.straddles:
+                    st.text(part)
 
 
 def ask(question: str) -> None:

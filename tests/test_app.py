@@ -347,3 +347,20 @@ def test_streamlit_config_matches_the_engine():
     assert config["server"]["maxUploadSize"] == rag.Settings().max_upload_mb
     assert config["server"]["enableXsrfProtection"] is True
     assert config["browser"]["gatherUsageStats"] is False
+
+
+def test_why_was_it_not_found_says_where_the_sentence_was_lost(engine):
+    at = app().run()
+    at.chat_input[0].set_value(QUESTION).run()
+
+    def why(sentence: str) -> str:
+        box = [t for t in at.text_input if t.label.startswith("The sentence you expected")][-1]
+        box.set_value(sentence).run()
+        assert not at.exception, at.exception
+        return next(m for m in markdowns(at) if re.match(r"\*\*(cited|gated|capped|ranks|chunking|extraction)\*\*", m))
+
+    assert why(NEEDLE).startswith("**cited**: It was found and cited as [")
+    assert why("The moon is made of green cheese and nobody minds.").startswith("**extraction**")
+    at.sidebar.slider(key="threshold").set_value(0.0).run()
+    verdict = why(NEEDLE)
+    assert verdict.startswith("**gated**") and "over the threshold 0.000" in verdict
