@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import resource
 import subprocess
 import sys
 from pathlib import Path

@@ -74,7 +74,7 @@ if __name__ == "__main__":
             continue
         md += [f"### Strategy E by mode, questions in {group} ({len(idx)})", ""]
         md += strategy_table(run, ["E/dense", "E/bm25", "E/hybrid"] + variants, idx) + [""]
-    md += [f"Fusion weights used: " + ", ".join(f"{c} {w}" for c, w in run.weights.items() if c.startswith('E/')), ""]
+    md += ["Fusion weights used: " + ", ".join(f"{c} {w}" for c, w in run.weights.items() if c.startswith('E/')), ""]
 
     with tempfile.TemporaryDirectory(prefix="rag-sweep-") as tmp:
         engine, _ = ev._open_engine(Path(a.folder), Path(tmp), emb, settings)

@@ -34,7 +34,11 @@ languages = ", ".join(f"{lang} {100 * n / total_chars:.0f}%" for lang, n in
 st.markdown(
     f"**{stats.documents} documents** ({stats.indexed} indexed, {stats.failed} failed, {stats.stale} stale, "
     f"{stats.pending} pending) · **{stats.chunks} chunks** · {ui.human_size(stats.size_on_disk)} on disk · "
-    f"model {ui.md_escape(stats.model)} ({stats.dimension}d) · languages: {ui.md_escape(languages)}")
+    f"model {ui.md_escape(stats.model)} ({stats.dimension}d, reads {ui.md_escape(', '.join(engine.embedder.languages))}) "
+    f"· folder languages: {ui.md_escape(languages)}")
+warning = engine.language_warning(stats)
+if warning:
+    st.warning(warning, icon="🌐")
 
 docs = engine.documents()
 rows = [{

@@ -143,11 +143,11 @@ _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*[ \t]+|\n")
 _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{3,}")
 
 
-def paragraphs(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """Non-blank paragraph spans of text[start:end], trimmed."""
+def _split(pattern: re.Pattern, text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Trimmed, non-blank spans of text[start:end] between the pattern's matches."""
     out, pos = [], start
-    for m in _PARA_BREAK.finditer(text, start, end):
-        s, e = _trim(text, pos, m.start())
+    for m in pattern.finditer(text, start, end):
+        s, e = _trim(text, pos, m.end())  # the separator is white space (and closing marks) that trimming drops
         if s < e:
             out.append((s, e))
         pos = m.end()
@@ -155,6 +155,11 @@ def paragraphs(text: str, start: int, end: int) -> list[tuple[int, int]]:
     if s < e:
         out.append((s, e))
     return out
+
+
+def paragraphs(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Non-blank paragraph spans of text[start:end], trimmed."""
+    return _split(_PARA_BREAK, text, start, end)
 
 
 def sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
@@ -163,18 +168,11 @@ def sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[i
     >>> t = "One. Two? Three"
     >>> [t[s:e] for s, e in sentences(t)]
     ['One.', 'Two?', 'Three']
+    >>> t = 'He said "stop." Then left.'
+    >>> [t[s:e] for s, e in sentences(t)]
+    ['He said "stop."', 'Then left.']
     """
-    end = len(text) if end is None else end
-    out, pos = [], start
-    for m in _SENTENCE_END.finditer(text, start, end):
-        s, e = _trim(text, pos, m.start() if text[m.start()] == "\n" else m.end())
-        if s < e:
-            out.append((s, e))
-        pos = m.end()
-    s, e = _trim(text, pos, end)
-    if s < e:
-        out.append((s, e))
-    return out
+    return _split(_SENTENCE_END, text, start, len(text) if end is None else end)
 
 
 def _hard_cuts(text: str, s: int, e: int, budget: int) -> list[tuple[int, int]]:

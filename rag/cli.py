@@ -20,7 +20,7 @@ import sys
 import time
 
 from rag.engine import Engine, Turn
-from rag.settings import Settings, load_settings
+from rag.settings import load_settings
 
 
 def _engine(args: argparse.Namespace, folder: str | None = None) -> Engine:

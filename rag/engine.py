@@ -23,7 +23,7 @@ import time
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 from rag.answer import (Answer, Generator, answer as run_answer, followup_query, llm_client, make_generator,
                         rewrite_followup)

@@ -150,8 +150,7 @@ class ChunkStore:
 
     def query(self, vector: np.ndarray, n: int, doc_ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """Nearest chunks as (id, cosine distance); `doc_ids` restricts the search before it runs."""
-        n = min(n, self.count())
-        if n <= 0:
+        if n <= 0:  # more than the collection holds is fine: Chroma returns what there is
             return []
         where = None
         if doc_ids is not None:

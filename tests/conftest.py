@@ -60,12 +60,25 @@ def sample_engine(sample_folder, embedder, tmp_path_factory) -> Engine:
     return engine
 
 
-def _free_port() -> int:
+def free_port() -> int:
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class CountingGenerator:
+    """A generator that counts its calls: proves that a refusal never reaches one."""
+
+    name = "counting"
+
+    def __init__(self):
+        self.calls = 0
+
+    def generate(self, question, citations):
+        self.calls += 1
+        yield f"Counted. [{citations[0].n}]"
 
 
 @pytest.fixture(scope="session")
@@ -77,7 +90,7 @@ def chroma_server(tmp_path_factory):
     import time
     import urllib.request
 
-    port = _free_port()
+    port = free_port()
     chroma = Path(sys.executable).parent / "chroma"
     log = tmp_path_factory.mktemp("chroma-server") / "server.log"
     env = dict(os.environ, ANONYMIZED_TELEMETRY="False")

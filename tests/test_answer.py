@@ -14,6 +14,7 @@ import pytest
 import rag
 from rag import NO_ANSWER_SENTENCE, check_citations, gate, is_followup, linkify
 from rag.answer import Answer, answer_sentences
+from tests.conftest import CountingGenerator
 
 NEEDLES = Path(__file__).resolve().parent.parent / "bench" / "sample_needles.jsonl"
 
@@ -103,17 +104,7 @@ def test_brackets_inside_a_quote_are_not_citations(sample_engine):
 
 
 def test_refusal_never_calls_the_generator(sample_engine):
-    class Counting:
-        name = "counting"
-
-        def __init__(self):
-            self.calls = 0
-
-        def generate(self, question, citations):
-            self.calls += 1
-            yield f"Counted. [{citations[0].n}]"
-
-    counting = Counting()
+    counting = CountingGenerator()
     turn = sample_engine.ask("What is the capital of Peru?", threshold=0.05, generator=counting)
     assert turn.gated.refusal and turn.answer.refused and turn.answer.mode == "refusal"
     assert turn.answer.text.startswith("NO ANSWER: nothing under cosine distance 0.050")

@@ -364,3 +364,16 @@ def test_why_was_it_not_found_says_where_the_sentence_was_lost(engine):
     at.sidebar.slider(key="threshold").set_value(0.0).run()
     verdict = why(NEEDLE)
     assert verdict.startswith("**gated**") and "over the threshold 0.000" in verdict
+
+
+def test_library_warns_when_the_folder_is_in_a_language_the_model_does_not_read(engine, tmp_path):
+    at = AppTest.from_file(LIBRARY, default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    assert not at.warning  # the sample folder is mostly English
+    assert any("reads en" in m for m in markdowns(at))
+    pt = tmp_path / "notas"
+    shutil.copytree(ROOT / "data" / "notas", pt)
+    at.sidebar.text_input(key="folder_input").set_value(str(pt)).run()
+    assert not at.exception, at.exception
+    (warning,) = [w.value for w in at.warning]
+    assert "Portuguese" in warning and "calibrate" in warning and "multilingual model" in warning

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,8 @@ from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
+
+from tests.conftest import free_port
 
 pytestmark = pytest.mark.browser
 
@@ -40,12 +41,6 @@ HERON = ("# Heron field notes\n\n## Migration\n\nThe Zanzibar heron migrates eve
 HOSTILE = ("# Lighthouse notes\n\n## Keeper\n\nThe purple lighthouse keeper is named Oriol Vantablack. "
            "<img src=x onerror=alert(1)> <script>alert(2)</script> "
            "![x](http://example.invalid/pixel.png)\n")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

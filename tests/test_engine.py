@@ -11,8 +11,8 @@ import pytest
 
 import rag
 from rag import KEPT, OVER, gate
-from rag.answer import ExtractiveGenerator
 from rag.gate import CAPPED
+from tests.conftest import CountingGenerator
 
 ERR_DOC = """# Device errors
 
@@ -43,17 +43,6 @@ def write_pdf(path: Path, paragraphs_by_page: list[list[str]]) -> Path:
             y += 160
     doc.save(path)
     return path
-
-
-class CountingGenerator:
-    name = "counting"
-
-    def __init__(self):
-        self.calls = 0
-
-    def generate(self, question, citations):
-        self.calls += 1
-        yield "counted [1]"
 
 
 # --- vectors and distances --------------------------------------------------------------------------
