@@ -23,7 +23,7 @@ import time
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from rag.answer import (Answer, Generator, answer as run_answer, followup_query, llm_client, make_generator,
                         rewrite_followup)
@@ -150,10 +150,8 @@ class Engine:
                 rec.status = "stale"
                 self.library.put(rec)
         # Chunks of documents the library does not show (a crash between writes): delete them.
-        orphans = {c.doc_id for c in self.store.all_chunks()
-                   if c.doc_id not in records or records[c.doc_id].status not in VISIBLE}
-        for doc_id in orphans:
-            self.store.delete_doc(doc_id)
+        orphans = [d for d in self.store.doc_ids() if d not in records or records[d].status not in VISIBLE]
+        self.store.delete_docs(orphans)
 
     def reload(self) -> None:
         """Rebuild the search snapshot from the store (the truth) and the library's statuses."""
@@ -182,16 +180,20 @@ class Engine:
         Measured on the sample's Portuguese notes (README): plain RRF let the dense side push BM25's hits
         down; above about 1.35 every BM25-only hit would outrank dense's first, so the boost stays under it.
         """
-        chars: dict[str, int] = {}
-        for r in records:
-            if r.status in VISIBLE and r.lang:
-                chars[r.lang] = chars.get(r.lang, 0) + r.chars
         weights = {"dense": self.settings.dense_weight, "bm25": self.settings.bm25_weight}
-        if chars:
-            main = max(chars, key=chars.get)
-            if main not in self.embedder.languages and chars[main] >= 0.5 * sum(chars.values()):
-                weights["bm25"] *= self.settings.bm25_boost_uncovered
+        if self._uncovered_language(_languages(records)):
+            weights["bm25"] *= self.settings.bm25_boost_uncovered
         return weights
+
+    def _uncovered_language(self, languages: dict[str, int]) -> tuple[str, float] | None:
+        """(language, share) when most of the indexed text is in a language the model does not cover."""
+        known = {k: v for k, v in languages.items() if k != "unknown"}
+        total = sum(known.values())
+        if not total:
+            return None
+        main = max(known, key=known.get)
+        share = known[main] / total
+        return (main, share) if main not in self.embedder.languages and share >= 0.5 else None
 
     # --- indexing --------------------------------------------------------------------------------
 
@@ -482,10 +484,7 @@ class Engine:
 
     def stats(self) -> LibraryStats:
         docs = self.library.all()
-        langs: dict[str, int] = {}
-        for r in docs:
-            if r.status in VISIBLE:
-                langs[r.lang or "unknown"] = langs.get(r.lang or "unknown", 0) + r.chars
+        langs = _languages(docs)
         by = lambda s: sum(1 for r in docs if r.status == s)  # noqa: E731
         return LibraryStats(documents=len(docs), indexed=by("indexed"), failed=by("failed"), stale=by("stale"),
                             pending=by("pending"), chunks=len(self.snapshot.chunks),
@@ -494,26 +493,30 @@ class Engine:
 
     def language_warning(self, stats: LibraryStats | None = None) -> str | None:
         """One plain sentence when most of the folder is in a language the embedding model does not cover."""
-        langs = dict((stats or self.stats()).languages)
-        langs.pop("unknown", None)
-        total = sum(langs.values())
-        if not total:
+        uncovered = self._uncovered_language((stats or self.stats()).languages)
+        if uncovered is None:
             return None
-        main = max(langs, key=langs.get)
-        share = langs[main] / total
-        if main in self.embedder.languages or share < 0.5:
-            return None
-        name = LANGUAGE_NAMES.get(main, main)
-        return (f"Most of this folder ({share:.0%}) is in {name}, which the embedding model {self.embedder.name} "
-                f"does not cover ({', '.join(self.embedder.languages)}): its cosine distances say less there, so "
-                f"the threshold may let unrelated questions through and refuse good ones; calibrate the threshold "
-                f"on this folder's own questions, or choose a multilingual model in the settings.")
+        lang, share = uncovered
+        return (f"Most of this folder ({share:.0%}) is in {LANGUAGE_NAMES.get(lang, lang)}, which the embedding model "
+                f"{self.embedder.name} does not cover ({', '.join(self.embedder.languages)}): its cosine distances "
+                f"say less there, so the threshold may let unrelated questions through and refuse good ones; "
+                f"calibrate the threshold on this folder's own questions, or choose a multilingual model in the "
+                f"settings.")
 
     def close(self) -> None:
         self.library.close()
 
 
 LANGUAGE_NAMES = {"en": "English", "pt": "Portuguese"}
+
+
+def _languages(records: Iterable[DocRecord]) -> dict[str, int]:
+    """Characters of searchable text per detected language ("unknown" when detection could not tell)."""
+    out: dict[str, int] = {}
+    for r in records:
+        if r.status in VISIBLE:
+            out[r.lang or "unknown"] = out.get(r.lang or "unknown", 0) + r.chars
+    return out
 
 
 def _hash(data: bytes) -> str:

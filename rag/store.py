@@ -145,6 +145,16 @@ class ChunkStore:
                 return
             offset += page
 
+    def doc_ids(self, page: int = 20000) -> set[str]:
+        """Every document id that has chunks in the store (metadata only: cheap enough for each sync)."""
+        out, offset = set(), 0
+        while True:
+            got = self._call(self.collection.get, include=["metadatas"], limit=page, offset=offset)
+            out.update(m["doc_id"] for m in got["metadatas"])
+            if len(got["ids"]) < page:
+                return out
+            offset += page
+
     def doc_chunk_ids(self, doc_id: str) -> list[str]:
         return self._call(self.collection.get, where={"doc_id": doc_id}, include=[])["ids"]
 
