@@ -27,7 +27,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import dataclasses  # noqa: E402
 import json  # noqa: E402
 import string  # noqa: E402
-import threading  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -67,10 +66,9 @@ def one_line(text: str, limit: int = 90) -> str:
 
 @dataclass
 class Workspace:
-    """An engine and the lock that serialises searches which change its per-search settings."""
+    """The engine of one folder, shared by every session and page."""
 
     engine: rag.Engine
-    lock: threading.Lock
 
 
 def base_settings() -> rag.Settings:
@@ -108,7 +106,7 @@ def _embedder(model: str, batch_size: int, languages: tuple[str, ...]) -> rag.Em
 def open_workspace(key: str, _settings: rag.Settings) -> Workspace:
     """One engine per folder and index for the whole process: every session and page shares it."""
     emb = _embedder(_settings.model, _settings.embed_batch_size, _settings.model_languages)
-    return Workspace(rag.Engine(_settings, embedder=emb), threading.Lock())
+    return Workspace(rag.Engine(_settings, embedder=emb))
 
 
 def workspace(sync: bool = True) -> Workspace:
@@ -152,19 +150,8 @@ def search(ws: Workspace, question: str, candidates: int, history: list[str] | N
     LLM's rewrite when `session` asks for the LLM answer mode and names a server). `session`: this
     session's settings; their query-time fields (answer mode, LLM server) apply to this search only,
     since the engine is shared by every session and was opened with whatever settings came first."""
-    with ws.lock:
-        engine = ws.engine
-        before = engine.settings
-        changes = {"candidates": candidates}
-        if session is not None:
-            changes.update({k: getattr(session, k) for k in QUERY_TIME if k not in ("threshold", "max_chunks")})
-            changes["candidates"] = candidates
-        if any(getattr(before, k) != v for k, v in changes.items()):
-            engine.settings = before.replace(**changes)
-        try:
-            return engine.search(question, history=history or None)
-        finally:
-            engine.settings = before
+    per_search = (session or ws.engine.settings).replace(candidates=candidates)
+    return ws.engine.search(question, history=history or None, settings=per_search)
 
 
 def folder_picker() -> None:

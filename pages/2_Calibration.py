@@ -56,12 +56,11 @@ def measured() -> evaluate.Sweep | None:
     key = (str(questions_path), mtime, len(engine.snapshot.chunks), engine.settings.candidates)
     cached = st.session_state.get("calibration_results")
     if not cached or cached[0] != key:
-        with st.spinner(f"Searching {len(questions)} questions…"), ws.lock:
+        with st.spinner(f"Searching {len(questions)} questions…"):
             results = [engine.search(q.question) for q in questions]
         cached = (key, results)
         st.session_state["calibration_results"] = cached
-    with ws.lock:  # the sweep reads the engine's settings (cap, threshold): no other search may change them
-        return evaluate.sweep(engine, questions, budget=budget, results=cached[1])
+    return evaluate.sweep(engine, questions, budget=budget, results=cached[1])
 
 
 sw = measured()

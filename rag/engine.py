@@ -421,24 +421,27 @@ class Engine:
     # --- asking -------------------------------------------------------------------------------------
 
     def search(self, question: str, doc_ids: Sequence[str] | None = None, query: str | None = None,
-               history: Sequence[str] | None = None) -> SearchResult:
+               history: Sequence[str] | None = None, settings: Settings | None = None) -> SearchResult:
         """Hybrid retrieval. `history`: the conversation's previous searched queries (each turn's
-        `result.query`), oldest first; a follow-up is then searched in its standalone form."""
+        `result.query`), oldest first; a follow-up is then searched in its standalone form. `settings`:
+        one caller's query-time settings (candidates, answer mode, LLM server) for this search only; the
+        index-time ones (model, chunker, store) are the engine's."""
         self.searches += 1
+        settings = settings or self.settings
         if query is None and history:
-            query = self.standalone_query(question, history)
+            query = self.standalone_query(question, history, settings)
         return hybrid_search(question, embedder=self.embedder, store=self.store, snapshot=self.snapshot,
-                             settings=self.settings, doc_ids=doc_ids, query=query, hidden=self._unpublished,
+                             settings=settings, doc_ids=doc_ids, query=query, hidden=self._unpublished,
                              weights=self.weights)
 
-    def standalone_query(self, question: str, history: Sequence[str]) -> str:
+    def standalone_query(self, question: str, history: Sequence[str], settings: Settings | None = None) -> str:
         """What to search for `question` after `history`: the question itself unless it is a follow-up
         (`rag.answer.is_followup`); then the LLM's standalone rewrite when an LLM is configured and
         answers, else the previous query joined in front of it."""
         joined = followup_query(question, history)
         if joined is None:
             return question
-        client = llm_client(self.settings)
+        client = llm_client(settings or self.settings)
         if client is not None:
             try:
                 rewritten = rewrite_followup(client, question, [h for h in history if h and h.strip()])
