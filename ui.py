@@ -183,11 +183,6 @@ def log_outcome(name: str, status: str, detail: str) -> None:
     st.session_state.setdefault("upload_log", []).insert(0, {"name": name, "status": status, "detail": detail})
 
 
-def _is_conflict(exc: rag.UploadError) -> bool:
-    # The engine asks the UI to ask: "a different file named X is already in the folder".
-    return "already in the folder" in str(exc)
-
-
 def handle_uploads(ws: Workspace, files: Iterable) -> None:
     """Save and index newly uploaded files; each file is processed once per session (by its file id)."""
     done = st.session_state.setdefault("uploaded_ids", set())
@@ -201,7 +196,7 @@ def handle_uploads(ws: Workspace, files: Iterable) -> None:
         try:
             saved.append(ws.engine.save_upload(f.name, data, on_conflict="ask"))
         except rag.UploadError as exc:
-            if _is_conflict(exc):
+            if isinstance(exc, rag.UploadConflict):
                 st.session_state.setdefault("conflicts", []).append(
                     {"name": f.name, "data": data, "message": str(exc), "id": fid})
             else:

@@ -29,7 +29,7 @@ from rag.answer import (NO_ANSWER_SENTENCE, Answer, ChosenSentence, CitationChec
                         is_followup, linkify, make_generator)
 from rag.chunk import Chunk, Strategy, chunk_document, strategy  # noqa: E402
 from rag.embed import Embedder, count_tokens, load_embedder  # noqa: E402
-from rag.engine import Engine, FileOutcome, LibraryStats, SyncReport, Turn, UploadError, safe_name  # noqa: E402
+from rag.engine import Engine, FileOutcome, LibraryStats, SyncReport, Turn, UploadConflict, UploadError, safe_name  # noqa: E402
 from rag.extract import ExtractionError, Extracted, extract, extract_bytes  # noqa: E402
 from rag.gate import CAPPED, KEPT, OVER, Citation, Gated, gate, refusal_text  # noqa: E402
 from rag.library import DocRecord, Stamp  # noqa: E402
@@ -44,6 +44,6 @@ __all__ = [
     "Answer", "CAPPED", "Candidate", "ChosenSentence", "Chunk", "Citation", "DocRecord", "Embedder", "Engine",
     "ExtractionError", "Extracted", "ExtractiveGenerator", "FileOutcome", "Gated", "Generator", "KEPT",
     "LibraryStats", "OVER", "SearchResult", "Settings", "Stamp", "StoreError", "Strategy", "SyncReport", "Turn",
-    "UploadError", "answer", "chunk_document", "count_tokens", "extract", "extract_bytes", "gate",
+    "UploadConflict", "UploadError", "answer", "chunk_document", "count_tokens", "extract", "extract_bytes", "gate",
     "load_embedder", "load_settings", "refusal_text", "rrf", "safe_name", "strategy",
 ]

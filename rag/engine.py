@@ -91,6 +91,14 @@ class UploadError(ValueError):
     """An upload that was not saved; the message says why and what to do."""
 
 
+class UploadConflict(UploadError):
+    """Another file already has this name: the person chooses to replace it or keep both."""
+
+    def __init__(self, message: str, existing: str):
+        super().__init__(message)
+        self.existing = existing
+
+
 def doc_id_for(rel_path: str) -> str:
     return hashlib.sha1(rel_path.encode("utf-8")).hexdigest()[:16]
 
@@ -403,8 +411,8 @@ class Engine:
                 if existing.read_bytes() == data:
                     return existing.name
                 if on_conflict == "ask":
-                    raise UploadError(f"a different file named {existing.name} is already in the folder; "
-                                      f"replace it, or keep both")
+                    raise UploadConflict(f"a different file named {existing.name} is already in the folder; "
+                                         f"replace it, or keep both", existing.name)
                 if on_conflict == "replace":
                     target = existing
                 else:

@@ -258,8 +258,9 @@ def test_upload_names_are_safe_and_conflicts_ask(make_engine, tmp_path):
     assert engine.save_upload("../../evil.md", b"# Evil\n\nText.\n") == "evil.md"
     assert (tmp_path / "docs" / "evil.md").exists() and not (tmp_path / "evil.md").exists()
     assert engine.save_upload("evil.md", b"# Evil\n\nText.\n") == "evil.md"  # same bytes: nothing to ask
-    with pytest.raises(rag.UploadError, match="already in the folder"):
+    with pytest.raises(rag.UploadConflict, match="already in the folder") as conflict:
         engine.save_upload("EVIL.md", b"other bytes")
+    assert conflict.value.existing == "evil.md"
     assert engine.save_upload("evil.md", b"other", on_conflict="rename") == "evil-2.md"
     assert engine.save_upload("evil.md", b"replaced", on_conflict="replace") == "evil.md"
     assert (tmp_path / "docs" / "evil.md").read_bytes() == b"replaced"
