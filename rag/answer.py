@@ -131,7 +131,7 @@ class ExtractiveGenerator:
                 pool.append((c.n, s, e, text))
         if not pool:
             return []
-        vecs = self.embedder.embed_batch([question] + [p[3] for p in pool])
+        vecs = self.embedder.embed_cached([question] + [p[3] for p in pool])
         sims = vecs[1:] @ vecs[0]
         chosen: list[ChosenSentence] = []
         keys: list[str] = []

@@ -36,6 +36,7 @@ class Embedder:
     batch_size: int = 32
     _model: object = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _cache: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors, float32, one row per text."""
@@ -50,6 +51,17 @@ class Embedder:
             bad = int(np.argmax(np.abs(norms - 1.0)))
             raise RuntimeError(f"embedding {bad} has norm {norms[bad]:.6f}, not 1: the cosine threshold would mean nothing")
         return vecs
+
+    def embed_cached(self, texts: Sequence[str], limit: int = 20_000) -> np.ndarray:
+        """`embed_batch` remembering recent texts: the extractive answer scores the same sentences again
+        each time the slider re-gates a question, and re-embedding them is most of its cost."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            for t, v in zip(missing, self.embed_batch(missing)):
+                self._cache[t] = v
+            for old in list(self._cache)[: max(0, len(self._cache) - limit)]:  # oldest first
+                self._cache.pop(old, None)
+        return np.stack([self._cache[t] for t in texts]) if texts else self.embed_batch([])
 
     def count_wordpieces(self, texts: Sequence[str]) -> list[int]:
         """Word-pieces per text as the model reads them, [CLS] and [SEP] included."""

@@ -377,3 +377,16 @@ def test_per_language_threshold_applies_to_questions_in_that_language(make_engin
     assert not split.ask(en_q).answer.refused
     with pytest.raises(ValueError, match="LANG=DISTANCE"):
         rag.load_settings(env={}, language_thresholds="pt:0.4").thresholds_by_language
+
+
+def test_embed_cached_gives_the_same_vectors_and_skips_the_model_on_a_repeat(embedder, monkeypatch):
+    texts = ["The pump is blue.", "Devoluções em trinta dias.", "The pump is blue."]
+    direct = embedder.embed_batch(texts)
+    first = embedder.embed_cached(texts)
+    assert np.allclose(first, direct, atol=1e-6)
+    calls = []
+    real = embedder.embed_batch
+    monkeypatch.setattr(embedder, "embed_batch", lambda t: calls.append(list(t)) or real(t))
+    again = embedder.embed_cached(texts + ["A new sentence."])
+    assert calls == [["A new sentence."]]  # only the text it had not seen
+    assert np.allclose(again[:3], direct, atol=1e-6)
