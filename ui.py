@@ -138,6 +138,9 @@ def sync_folder(ws: Workspace) -> str:
         for o in report.outcomes:
             if o.status == "failed":
                 st.error(md_escape(f"{o.path}: {o.reason}"))
+        skipped = [o.path for o in report.outcomes if o.status == "skipped"]
+        if skipped:
+            st.caption(md_escape(f"Skipped (not Markdown, text or PDF): {', '.join(skipped)}"))
     return report.summary()
 
 

@@ -46,7 +46,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     engine = Engine(settings)
     report = engine.sync(progress=_bar)
     for o in report.outcomes:
-        if o.status in ("indexed", "failed", "removed"):
+        if o.status in ("indexed", "failed", "removed", "skipped"):
             detail = f"{o.chunks} chunks" if o.status == "indexed" else o.reason
             print(f"{o.status:9} {o.path}  {detail}")
     print(report.summary())
