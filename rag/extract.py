@@ -139,8 +139,11 @@ def _extract_markdown(text: str, name: str) -> Extracted:
                 headings.append((pos, end, len(h.group(1)), _clean_heading(h.group(2))))
         pos = end + 1
 
-    title_heading = next((h for h in headings if h[2] == 1), headings[0] if headings else None)
-    title = title_heading[3] if title_heading else _title_from_first_line(text, name)[0]
+    if not headings:
+        # A Markdown file with no headings is plain text with a title line, maybe.
+        return _extract_plain(text, name, kind="md")
+    title_heading = next((h for h in headings if h[2] == 1), headings[0])
+    title = title_heading[3]
 
     sections: list[Section] = []
     stack: list[tuple[int, int, int, str]] = []
@@ -153,9 +156,6 @@ def _extract_markdown(text: str, name: str) -> Extracted:
         path = tuple(s[3] for s in stack if s is not title_heading)
         body_start = min(h[1] + 1, len(text))
     sections.append(Section(body_start, len(text), path))
-    if not headings:
-        # A Markdown file with no headings is plain text with a title line, maybe.
-        return _extract_plain(text, name, kind="md")
     sections = [s for s in sections if text[s.start:s.end].strip()]
     return Extracted(name=name, kind="md", title=title, text=text, sections=sections, version=EXTRACTOR_VERSIONS["md"])
 
