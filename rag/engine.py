@@ -133,6 +133,7 @@ class Engine:
         self.searches = 0  # how many searches ran: re-gating must not add to it
         self._chunks_by_doc: dict[str, list[StoredChunk]] = {}
         self._unpublished = 0  # chunks written to the store and not yet in the snapshot
+        self._folder_uncovered = False  # most of the folder in a language the model does not read
         self._publish_lock = threading.Lock()
         if self.lock.acquire(timeout=0):  # another process writing will recover on its own
             try:
@@ -180,18 +181,17 @@ class Engine:
             docs = {d: (r.path, r.title, r.kind) for d, r in records.items()}
             self.snapshot = Snapshot.build(chunks, docs, self.settings)
             self._unpublished = 0
-            self.weights = self._fusion_weights(records.values())
+            self._folder_uncovered = self._uncovered_language(_languages(records.values())) is not None
 
-    def _fusion_weights(self, records) -> dict[str, float]:
+    def fusion_weights(self, settings: Settings | None = None) -> dict[str, float]:
         """RRF weights; BM25 weighs more when most of the folder is in a language the model does not cover.
 
         Measured on the sample's Portuguese notes (README): plain RRF let the dense side push BM25's hits
         down; above about 1.35 every BM25-only hit would outrank dense's first, so the boost stays under it.
         """
-        weights = {"dense": self.settings.dense_weight, "bm25": self.settings.bm25_weight}
-        if self._uncovered_language(_languages(records)):
-            weights["bm25"] *= self.settings.bm25_boost_uncovered
-        return weights
+        s = settings or self.settings
+        boost = s.bm25_boost_uncovered if self._folder_uncovered else 1.0
+        return {"dense": s.dense_weight, "bm25": s.bm25_weight * boost}
 
     def _uncovered_language(self, languages: dict[str, int]) -> tuple[str, float] | None:
         """(language, share) when most of the indexed text is in a language the model does not cover."""
@@ -440,7 +440,7 @@ class Engine:
             query = self.standalone_query(question, history, settings)
         return hybrid_search(question, embedder=self.embedder, store=self.store, snapshot=self.snapshot,
                              settings=settings, doc_ids=doc_ids, query=query, hidden=self._unpublished,
-                             weights=self.weights)
+                             weights=self.fusion_weights(settings))
 
     def standalone_query(self, question: str, history: Sequence[str], settings: Settings | None = None) -> str:
         """What to search for `question` after `history`: the question itself unless it is a follow-up
