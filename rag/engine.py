@@ -255,7 +255,14 @@ class Engine:
         if rec.status == "indexed" and rec.stamp == self.stamp_for(rec.kind) or \
                 rec.status == "failed" and rec.stamp and rec.stamp.extractor == EXTRACTOR_VERSIONS[rec.kind]:
             if rec.size == st.st_size and rec.content_hash:
-                return _hash(p.read_bytes()) == rec.content_hash
+                # Same size and modification time: unchanged without reading it (as git does); else compare
+                # contents, so a touched but identical file is not indexed again (nor read next time).
+                if rec.mtime_ns == st.st_mtime_ns:
+                    return True
+                if _hash(p.read_bytes()) == rec.content_hash:
+                    rec.mtime_ns = st.st_mtime_ns
+                    self.library.put(rec)
+                    return True
         return False
 
     def index_files(self, rel_paths: Sequence[str], progress: Progress | None = None) -> SyncReport:
@@ -316,7 +323,9 @@ class Engine:
         doc_id = doc_id_for(rel)
         rec = DocRecord(doc_id=doc_id, path=rel, kind=kind, status="pending", stamp=self.stamp_for(kind))
         try:
-            data = (self.folder / rel).read_bytes()
+            path = self.folder / rel
+            rec.mtime_ns = path.stat().st_mtime_ns  # before reading: a write during the read shows next time
+            data = path.read_bytes()
             rec.size, rec.content_hash = len(data), _hash(data)
             doc = extract_bytes(data, rel, max_chars=self.settings.max_chars, max_pages=self.settings.max_pages)
             chunks = chunk_document(doc, doc_id, self.strategy)

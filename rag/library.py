@@ -44,6 +44,7 @@ class DocRecord:
     status: str
     content_hash: str = ""
     size: int = 0
+    mtime_ns: int = 0
     reason: str = ""
     title: str = ""
     chunks: int = 0

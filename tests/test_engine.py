@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -390,3 +391,21 @@ def test_embed_cached_gives_the_same_vectors_and_skips_the_model_on_a_repeat(emb
     again = embedder.embed_cached(texts + ["A new sentence."])
     assert calls == [["A new sentence."]]  # only the text it had not seen
     assert np.allclose(again[:3], direct, atol=1e-6)
+
+
+def test_resync_reads_only_files_whose_size_or_time_changed(make_engine, tmp_path, monkeypatch):
+    folder = tmp_path / "docs"
+    a = write(folder, "a.md", ERR_DOC)
+    write(folder, "b.md", "# B\n\n## X\n\nThe tide tables are printed every Monday.\n")
+    engine = make_engine(folder)
+    engine.sync()
+    read: list[str] = []
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self.name) or real(self))
+    assert engine.sync().embedded == 0 and read == []  # nothing touched: nothing read
+    later = a.stat().st_mtime_ns + 5_000_000_000
+    os.utime(a, ns=(later, later))  # touched, same bytes: read and compared, not re-indexed
+    report = engine.sync()
+    assert read == ["a.md"] and report.embedded == 0 and report.count("unchanged") == 2
+    read.clear()
+    assert engine.sync().embedded == 0 and read == []  # its new time is remembered
