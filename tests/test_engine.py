@@ -197,14 +197,19 @@ def test_deleted_file_leaves_both_indexes(store_engine, tmp_path):
     assert engine.store.doc_chunk_ids(keep_id) == [] and engine.snapshot.chunks == []
 
 
-def test_changed_chunker_marks_stale_and_reindexes(store_engine, tmp_path):
+def indexed_then_reopened(store_engine, tmp_path, **changes):
+    """Index one document, close, and open the same index again with other settings."""
     folder = tmp_path / "docs"
     write(folder, "a.md", ERR_DOC)
     engine = store_engine(folder, index_dir=tmp_path / "idx")
     engine.sync()
-    old = engine.documents()[0]
+    first = engine.documents()[0]
     engine.close()
-    engine2 = store_engine(folder, index_dir=tmp_path / "idx", chunk_strategy="C")
+    return first, store_engine(folder, index_dir=tmp_path / "idx", **changes)
+
+
+def test_changed_chunker_marks_stale_and_reindexes(store_engine, tmp_path):
+    old, engine2 = indexed_then_reopened(store_engine, tmp_path, chunk_strategy="C")
     rec = engine2.documents()[0]
     assert rec.status == "stale" and rec.stamp == old.stamp
     assert engine2.search("ERR-4017").candidates  # stale documents stay searchable until re-indexed
@@ -218,12 +223,7 @@ def test_model_chosen_by_path_marks_stale_and_reindexes(store_engine, tmp_path, 
     """A second model directory built from the installed MiniLM's files under another name."""
     other = tmp_path / "my-minilm-copy"
     shutil.copytree(embedder.path, other)
-    folder = tmp_path / "docs"
-    write(folder, "a.md", ERR_DOC)
-    engine = store_engine(folder, index_dir=tmp_path / "idx")
-    engine.sync()
-    engine.close()
-    engine2 = store_engine(folder, index_dir=tmp_path / "idx", model=str(other))
+    _, engine2 = indexed_then_reopened(store_engine, tmp_path, model=str(other))
     assert engine2.embedder.name == "my-minilm-copy"
     rec = engine2.documents()[0]
     assert rec.status == "stale"
