@@ -31,7 +31,7 @@ from rag.chunk import Chunk, chunk_document, strategy
 from rag.embed import Embedder, count_tokens, header_share, load_embedder
 from rag.extract import EXTRACTOR_VERSIONS, SUPPORTED, ExtractionError, Extracted, extract_bytes, kind_of
 from rag.gate import Gated, gate
-from rag.lexical import detect_language, question_language
+from rag.lexical import analyze, detect_language, question_language
 from rag.llm import LLMError
 from rag.library import VISIBLE, DocRecord, Library, Stamp, WriterLock
 from rag.search import SearchResult, Snapshot, hybrid_search
@@ -134,6 +134,7 @@ class Engine:
         self._chunks_by_doc: dict[str, list[StoredChunk]] = {}
         self._unpublished = 0  # chunks written to the store and not yet in the snapshot
         self._folder_uncovered = False  # most of the folder in a language the model does not read
+        self._tokens: dict[tuple[str, str], list[str]] = {}  # BM25 tokens of published chunks
         self._publish_lock = threading.Lock()
         if self.lock.acquire(timeout=0):  # another process writing will recover on its own
             try:
@@ -179,7 +180,15 @@ class Engine:
             records = {r.doc_id: r for r in self.library.all()}
             chunks = [c for d in sorted(self._chunks_by_doc) if d in records for c in self._chunks_by_doc[d]]
             docs = {d: (r.path, r.title, r.kind) for d, r in records.items()}
-            self.snapshot = Snapshot.build(chunks, docs, self.settings)
+            # BM25 is rebuilt after every change; analysing text is most of that, so unchanged chunks
+            # keep their tokens (keyed by id and text: a re-indexed document reuses its ids).
+            tokens, cache = [], {}
+            for c in chunks:
+                key = (c.id, c.text)
+                cache[key] = self._tokens.get(key) or analyze(c.text, c.meta.get("lang", ""))
+                tokens.append(cache[key])
+            self._tokens = cache
+            self.snapshot = Snapshot.build(chunks, docs, self.settings, tokens)
             self._unpublished = 0
             self._folder_uncovered = self._uncovered_language(_languages(records.values())) is not None
 

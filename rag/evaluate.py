@@ -752,11 +752,7 @@ def _full_ranks(engine, result: SearchResult, chunk_ids: Sequence[str]) -> dict[
     snap = engine.snapshot
     ids = [c.id for c in snap.chunks]
     qv = engine.embedder.embed_batch([result.query])[0]
-    if snap.vectors is not None:
-        sims = snap.vectors @ qv
-    else:
-        vecs = engine.store.vectors(ids)
-        sims = np.array([float(np.dot(qv, vecs[c])) for c in ids])
+    sims = snap.vectors @ qv
     bm = snap.lexical.scores(result.query)
     dense_order = [ids[i] for i in np.argsort(-sims, kind="stable")]
     bm_order = [ids[i] for i in np.argsort(-bm, kind="stable") if bm[i] > 0]

@@ -127,7 +127,9 @@ class LexicalIndex:
     _bm25: object = None
 
     @classmethod
-    def build(cls, texts: Sequence[str], langs: Sequence[str], k1: float = 1.2, b: float = 0.75) -> "LexicalIndex":
+    def build(cls, texts: Sequence[str], langs: Sequence[str], k1: float = 1.2, b: float = 0.75,
+              tokens: Sequence[list[str]] | None = None) -> "LexicalIndex":
+        """`tokens`: the texts already analysed (the engine keeps them between rebuilds)."""
         import bm25s
 
         present = tuple(sorted({l for l in langs if l in LANGUAGES})) or ("en",)
@@ -135,7 +137,8 @@ class LexicalIndex:
             return cls(present, 0, None)
         # "lucene" ranks like the textbook BM25 (STACK.md); the empty token keeps empty chunks indexable.
         bm25 = bm25s.BM25(k1=k1, b=b, method="lucene")
-        bm25.index([analyze(t, l) for t, l in zip(texts, langs)], show_progress=False)
+        bm25.index(list(tokens) if tokens is not None else [analyze(t, l) for t, l in zip(texts, langs)],
+                   show_progress=False)
         return cls(present, len(texts), bm25)
 
     def scores(self, question: str, mask: np.ndarray | None = None) -> np.ndarray:

@@ -83,10 +83,11 @@ class Snapshot:
     vectors: np.ndarray | None = None  # row i is chunks[i]'s stored vector: distances without a round trip
 
     @classmethod
-    def build(cls, chunks: list[StoredChunk], docs: dict[str, tuple[str, str, str]], settings: Settings) -> "Snapshot":
+    def build(cls, chunks: list[StoredChunk], docs: dict[str, tuple[str, str, str]], settings: Settings,
+              tokens: Sequence[list[str]] | None = None) -> "Snapshot":
         lexical = LexicalIndex.build([c.text for c in chunks], [c.meta.get("lang", "") for c in chunks],
-                                     k1=settings.bm25_k1, b=settings.bm25_b)
-        vectors = np.stack([c.vector for c in chunks]) if chunks and all(c.vector is not None for c in chunks) else None
+                                     k1=settings.bm25_k1, b=settings.bm25_b, tokens=tokens)
+        vectors = np.stack([c.vector for c in chunks]) if chunks else np.zeros((0, 0), dtype=np.float32)
         return cls(chunks, lexical, docs, {c.id: i for i, c in enumerate(chunks)},
                    np.array([c.doc_id for c in chunks], dtype=object), vectors)
 
@@ -135,12 +136,8 @@ def hybrid_search(question: str, *, embedder: Embedder, store: ChunkStore, snaps
 
     fused = rrf({"dense": [cid for cid, _ in dense], "bm25": bm25_ids}, k=settings.rrf_k, weights=weights)
     missing = [cid for cid in fused if cid not in distances]
-    if snapshot.vectors is not None:
-        for cid in missing:
-            distances[cid] = float(1.0 - np.dot(qv, snapshot.vectors[snapshot.pos[cid]]))
-    else:
-        for cid, v in store.vectors(missing).items():
-            distances[cid] = float(1.0 - np.dot(qv, v))
+    for cid in missing:
+        distances[cid] = float(1.0 - np.dot(qv, snapshot.vectors[snapshot.pos[cid]]))
     dense_rank = {cid: r for r, (cid, _) in enumerate(dense, start=1)}
     bm25_rank = {cid: r for r, cid in enumerate(bm25_ids, start=1)}
     # Equal fused scores: the closer chunk first.
