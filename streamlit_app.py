@@ -33,7 +33,7 @@ import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # `ui` beside this file, however it is started
 
-import ui  # noqa: E402  (first: it sets the process environment before the engine loads torch)
+import ui  # noqa: E402  (beside this file: see the path line above)
 import rag  # noqa: E402
 from rag import evaluate  # noqa: E402
 

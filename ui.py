@@ -18,23 +18,17 @@ public names.
 
 from __future__ import annotations
 
-import os
+import dataclasses
+import json
+import string
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
 
-# Idle OpenMP threads sleep instead of spinning. On a busy machine (the app shares its cores with other
-# programs) spinning threads turned a 10 ms query embedding into a second; set before torch is imported.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import streamlit as st
 
-import dataclasses  # noqa: E402
-import json  # noqa: E402
-import string  # noqa: E402
-import time  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Iterable  # noqa: E402
-
-import streamlit as st  # noqa: E402
-
-import rag  # noqa: E402
+import rag
 
 UPLOAD_TYPES = ["md", "markdown", "txt", "pdf"]
 # Settings read per question, not when the index is opened: changing them never opens another engine.

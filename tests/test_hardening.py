@@ -13,7 +13,6 @@ import subprocess
 import sys
 import threading
 import time
-import tomllib
 import unicodedata
 from collections import Counter
 from pathlib import Path
@@ -228,14 +227,6 @@ def test_nothing_connects_beyond_loopback_during_index_and_ask(tmp_path, monkeyp
         host = addr[0] if isinstance(addr, tuple) else addr
         assert isinstance(addr, (str, bytes)) or host in ("127.0.0.1", "::1", "localhost"), addr
     assert all(h in ("127.0.0.1", "::1", "localhost") for h in looked_up), looked_up
-
-
-def test_streamlit_config_binds_localhost_with_xsrf_and_no_telemetry():
-    cfg = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
-    assert cfg["server"]["address"] == "127.0.0.1"
-    assert cfg["server"].get("enableXsrfProtection", True) is True
-    assert cfg["browser"]["gatherUsageStats"] is False
-    assert cfg["server"]["maxUploadSize"] == rag.load_settings(env={}).max_upload_mb
 
 
 def test_api_key_is_never_in_the_settings_repr():
