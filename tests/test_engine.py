@@ -46,6 +46,15 @@ def write_pdf(path: Path, paragraphs_by_page: list[list[str]]) -> Path:
     return path
 
 
+def synced(make, folder: Path, files: dict[str, str], **settings) -> rag.Engine:
+    """Write these files into `folder`, open an engine on it and index them."""
+    for name, text in files.items():
+        write(folder, name, text)
+    engine = make(folder, **settings)
+    engine.sync()
+    return engine
+
+
 # --- vectors and distances --------------------------------------------------------------------------
 
 def test_vectors_are_unit_and_distances_are_cosine(sample_engine):
@@ -286,11 +295,8 @@ def test_truncation_and_header_share_are_reported(make_engine, tmp_path):
 
 
 def test_filter_by_document_applies_before_search(store_engine, tmp_path):
-    folder = tmp_path / "docs"
-    write(folder, "errors.md", ERR_DOC)
-    write(folder, "garden.md", "# Garden\n\n## Water\n\nWater the tomatoes every morning.\n")
-    engine = store_engine(folder)
-    engine.sync()
+    engine = synced(store_engine, tmp_path / "docs", {
+        "errors.md": ERR_DOC, "garden.md": "# Garden\n\n## Water\n\nWater the tomatoes every morning.\n"})
     garden = rag.engine.doc_id_for("garden.md")
     result = engine.search("ERR-4017", doc_ids=[garden])
     assert result.candidates and {c.doc_name for c in result.candidates} == {"garden.md"}
@@ -298,9 +304,7 @@ def test_filter_by_document_applies_before_search(store_engine, tmp_path):
 
 def test_question_during_indexing_sees_only_whole_documents(store_engine, tmp_path):
     folder = tmp_path / "docs"
-    write(folder, "a.md", ERR_DOC)
-    engine = store_engine(folder)
-    engine.sync()
+    engine = synced(store_engine, folder, {"a.md": ERR_DOC})
     before = engine.snapshot
     # Write a document's chunks to the store the way the indexer does, but stop before recording it.
     write(folder, "b.md", "# B\n\n## X\n\nThe ERR-4017 code also appears in the second manual.\n")
@@ -350,11 +354,7 @@ def test_language_warning_for_a_portuguese_folder_and_not_an_english_one(make_en
 
 
 def test_portuguese_variants_match_through_bm25(make_engine, tmp_path):
-    folder = tmp_path / "docs"
-    write(folder, "loja.md", PT_NOTE)
-    write(folder, "errors.md", ERR_DOC)
-    engine = make_engine(folder)
-    engine.sync()
+    engine = synced(make_engine, tmp_path / "docs", {"loja.md": PT_NOTE, "errors.md": ERR_DOC})
     for q in ("devolucoes", "devolução", "DEVOLUCAO aceite", "entregas gratuitas"):
         top = engine.search(q).candidates[0]
         assert top.doc_name == "loja.md" and top.bm25_rank == 1, q
