@@ -39,8 +39,10 @@ from rag import evaluate  # noqa: E402
 
 st.set_page_config(page_title="Chat with your folder", page_icon="📁", layout="wide")
 
-VERDICT_LABEL = {rag.KEPT: "kept", rag.CAPPED: "under threshold, over cap", rag.OVER: "over threshold"}
-VERDICT_COLOUR = {rag.KEPT: "background-color: #e3f1e6", rag.CAPPED: "background-color: #fbf0d9", rag.OVER: ""}
+VERDICT_LABEL = {rag.KEPT: "kept", rag.CAPPED: "under threshold, over cap", rag.OVER: "over threshold",
+                 rag.UNSUPPORTED: "lacks the question's words"}
+VERDICT_COLOUR = {rag.KEPT: "background-color: #e3f1e6", rag.CAPPED: "background-color: #fbf0d9", rag.OVER: "",
+                  rag.UNSUPPORTED: "background-color: #f6e3e3"}
 
 
 # --- sidebar ------------------------------------------------------------------------------------------
@@ -57,12 +59,33 @@ prompt = st.chat_input("Ask a question about your documents (you can attach file
 prompt_text = ((prompt if isinstance(prompt, str) else prompt.text) or "").strip() if prompt is not None else ""
 prompt_files = [] if prompt is None or isinstance(prompt, str) else list(prompt.files or [])
 
+# The threshold the engine would choose for the question on screen (the one being asked, else the last):
+# the settings' value when a person set one, else the folder's calibration for the question's language.
+# Until the person moves the slider, the slider follows it; once moved, the slider is their choice.
+choice = engine.threshold_choice(prompt_text or (turns[-1]["question"] if turns else ""))
+if not st.session_state.get("threshold_explicit"):
+    st.session_state["threshold"] = round(choice.value, 3)
+
+
+def use_calibrated() -> None:
+    st.session_state["threshold_explicit"] = False
+
+
 with st.sidebar:
     threshold = st.slider(
-        "Threshold (cosine distance)", 0.0, 1.5, float(defaults.threshold), step=0.005, format="%.3f",
-        key="threshold",
-        help="A passage is evidence only when its cosine distance to the question is at or under this. "
-             "Lower is stricter: fewer answers, fewer bluffs.")
+        "Threshold (cosine distance)", 0.0, 1.5, step=0.005, format="%.3f", key="threshold",
+        on_change=lambda: st.session_state.update(threshold_explicit=True),
+        help="A passage is evidence only when its cosine distance to the question is at or under this, and it "
+             "holds the question's own words. Lower is stricter: fewer answers, fewer bluffs. By default it "
+             "is calibrated on this folder for the question's language.")
+    if st.session_state.get("threshold_explicit"):
+        following = (f"calibrated: {choice.calibrated:.3f}" if choice.calibrated is not None else choice.note)
+        st.caption(f"Set by you (overrides the {'settings' if choice.source != 'calibrated' else 'calibration'}; "
+                   f"{ui.md_escape(following)})")
+        st.button("Use the calibrated threshold", icon=":material/restart_alt:", on_click=use_calibrated,
+                  key="threshold_reset")
+    else:
+        st.caption(ui.md_escape(choice.note[:1].upper() + choice.note[1:]))
     max_chunks = st.number_input("Max chunks", 1, 20, int(defaults.max_chunks), key="max_chunks",
                                  help="At most this many passages under the threshold are used as evidence.")
     candidates = st.number_input("Candidates N", 1, 100, int(defaults.candidates), key="candidates",
@@ -180,17 +203,19 @@ def retrieval_table(gated: rag.Gated) -> None:
         "BM25": c.bm25_rank,
         "distance": c.distance,
         "margin": gated.threshold - c.distance,
+        "support": c.support,
+        "lacks": ", ".join(c.missing),
         "document": c.doc_name,
         "section": ui.one_line(c.section or c.title, 60),
         "preview": ui.one_line(c.content, 110),
         "verdict": VERDICT_LABEL[v],
     } for c, v in zip(gated.candidates, gated.verdicts)]
-    frame = pd.DataFrame(rows, columns=["fused", "dense", "BM25", "distance", "margin", "document", "section",
-                                        "preview", "verdict"])
+    frame = pd.DataFrame(rows, columns=["fused", "dense", "BM25", "distance", "margin", "support", "lacks", "document",
+                                        "section", "preview", "verdict"])
     for col in ("dense", "BM25"):  # ranks with gaps (not in that side's top N) stay integers
         frame[col] = frame[col].astype("Int64")
     colours = [VERDICT_COLOUR[v] for v in gated.verdicts]
-    styled = frame.style.apply(lambda col: colours, axis=0, subset=["verdict", "distance", "margin"])
+    styled = frame.style.apply(lambda col: colours, axis=0, subset=["verdict", "distance", "margin", "support"])
     top = max([1.0] + [c.distance for c in gated.candidates])
     st.dataframe(styled, hide_index=True, width="stretch", column_config={
         "fused": st.column_config.NumberColumn("fused", help="Rank after reciprocal rank fusion", width="small"),
@@ -203,11 +228,18 @@ def retrieval_table(gated: rag.Gated) -> None:
             help=f"Cosine distance to the question (0 = same meaning). Threshold {gated.threshold:.3f}."),
         "margin": st.column_config.NumberColumn(
             "margin", format="%+.3f", help="Threshold minus distance: at or above 0 passes the threshold"),
+        "support": st.column_config.ProgressColumn(
+            f"support (≥ {gated.rule.min_support:.0%})", min_value=0.0, max_value=1.0, format="percent",
+            help="Share of the question's own words (weighted by rarity in the folder) the passage holds. "
+                 f"Needs {gated.rule.min_support:.0%}, or {gated.rule.close_support:.0%} at distance ≤ "
+                 f"{gated.rule.close:.3f}."),
+        "lacks": st.column_config.TextColumn("lacks", help="The question's words this passage does not hold"),
         "document": st.column_config.TextColumn("document"),
         "section": st.column_config.TextColumn("section"),
         "preview": st.column_config.TextColumn("preview", width="large"),
         "verdict": st.column_config.TextColumn(
-            "verdict", help=f"kept (at most {gated.max_chunks}) / under threshold, over cap / over threshold"),
+            "verdict", help=f"kept (at most {gated.max_chunks}) / under threshold, over cap / over threshold / "
+                            "lacks the question's words (the support test)"),
     })
 
 
@@ -231,7 +263,9 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
     t_threshold = threshold if live else turn["threshold"]
     t_max = int(max_chunks) if live else turn["max_chunks"]
     t_mode = mode if live else turn["mode"]
-    gated = rag.gate(turn["result"], t_threshold, t_max)
+    # The support test for the question's language (its close distance comes from the calibration).
+    rule = engine.threshold_choice(turn["question"]).rule if live else turn["rule"]
+    gated = rag.gate(turn["result"], t_threshold, t_max, rule)
     ans = None
     with st.chat_message("assistant"):
         if turn["result"].query != turn["question"]:  # a follow-up, searched with what it refers to
@@ -242,15 +276,25 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
         head = st.container()
         if gated.refusal is not None:
             with head:
-                st.markdown(":orange-badge[:material/block: refused] nothing passed the threshold")
+                why = ("the passages close enough never mention the question's words" if gated.failed == rag.SUPPORT
+                       else "nothing passed the threshold")
+                st.markdown(f":orange-badge[:material/block: refused] {why}")
                 st.text(gated.refusal)
                 if gated.closest is not None:
                     c = gated.closest
-                    need = math.ceil(gated.needed_threshold * 1000) / 1000  # rounded up, so it really passes
                     where = (f"p. {c.page} · " if c.page is not None else "") + (c.section or c.title or "start of file")
+                    lacks = (f" It does not mention: {ui.md_escape(', '.join(c.missing))}."
+                             if c.missing and not rule.passes(c) else "")
                     st.markdown(f"Closest candidate: **{ui.md_escape(c.doc_name)}** · {ui.md_escape(where)} "
-                                f"at cosine distance **{c.distance:.3f}**.")
-                    st.markdown(f"A threshold of **{need:.3f}** would let it through.")
+                                f"at cosine distance **{c.distance:.3f}**.{lacks}")
+                    s = gated.closest_supported
+                    if s is not None:
+                        need = math.ceil(s.distance * 1000) / 1000  # rounded up, so it really passes
+                        st.markdown(f"A threshold of **{need:.3f}** would let **{ui.md_escape(s.doc_name)}** through "
+                                    "(the nearest passage that holds the question's words).")
+                    else:
+                        st.markdown("No threshold would let a passage through: none of the candidates holds enough "
+                                    "of the question's words.")
                 else:
                     st.markdown("The folder has nothing indexed yet: add documents in the sidebar.")
             st.empty()
@@ -277,6 +321,10 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
                    + ("" if live else f" · answered at threshold {t_threshold:.3f}"))
         kept = sum(1 for v in gated.verdicts if v == rag.KEPT)
         with st.expander(f"Retrieval: {len(gated.candidates)} candidates, {kept} kept", expanded=live):
+            st.caption(f"Evidence: cosine distance ≤ {gated.threshold:.3f} and support ≥ {rule.min_support:.0%} of "
+                       f"the question's words ({rule.close_support:.0%} for a passage at distance ≤ {rule.close:.3f}, "
+                       "nearer than any unrelated question comes to this folder). Words looked for: "
+                       + (ui.md_escape(", ".join(turn["result"].terms)) or "none"))
             w = turn["result"].weights
             st.caption(f"Reciprocal rank fusion, k = {settings.rrf_k}, weights dense {w['dense']:g} · BM25 {w['bm25']:g}"
                        + (" (BM25 weighs more: most of this folder is in a language the embedding model does "
@@ -305,7 +353,8 @@ def why_not_found(turn: dict, gated: rag.Gated) -> None:
 
 def ask(question: str) -> None:
     if turns:  # the previous turn is frozen at the settings it was last shown with
-        turns[-1].update(live=False, threshold=threshold, max_chunks=int(max_chunks), mode=mode)
+        turns[-1].update(live=False, threshold=threshold, max_chunks=int(max_chunks), mode=mode,
+                         rule=engine.threshold_choice(turns[-1]["question"]).rule)
     result = ui.search(ws, question, int(candidates), [t["result"].query for t in turns], session_for_search())
     turns.append({"id": uuid.uuid4().hex, "question": question, "result": result, "n": int(candidates),
                   "live": True})
@@ -320,8 +369,8 @@ def session_for_search() -> rag.Settings:
 # --- the page -----------------------------------------------------------------------------------------
 
 st.title("Chat with your folder")
-st.caption(f"Folder: {ui.md_escape(str(engine.folder))} · answers come only from passages under the threshold; "
-           "every answer shows its evidence, every refusal its reason.")
+st.caption(f"Folder: {ui.md_escape(str(engine.folder))} · answers come only from passages under the threshold "
+           "that hold the question's own words; every answer shows its evidence, every refusal its reason.")
 
 if prompt_text:
     ask(prompt_text)

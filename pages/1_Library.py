@@ -36,6 +36,13 @@ st.markdown(
     f"{stats.pending} pending) · **{stats.chunks} chunks** · {ui.human_size(stats.size_on_disk)} on disk · "
     f"model {ui.md_escape(stats.model)} ({stats.dimension}d, reads {ui.md_escape(', '.join(engine.embedder.languages))}) "
     f"· folder languages: {ui.md_escape(languages)}")
+calibration = engine.calibrated()
+if calibration is not None:
+    st.markdown("**Threshold**, calibrated on this folder: " + " · ".join(
+        ui.md_escape(c.describe()) for c in calibration.languages.values()))
+    if engine.settings.threshold is not None or engine.settings.language_thresholds:
+        st.caption(ui.md_escape(f"Set in the settings, and used instead: threshold {engine.settings.threshold}, "
+                                f"language_thresholds {engine.settings.language_thresholds or '-'}"))
 warning = engine.language_warning(stats)
 if warning:
     st.warning(warning, icon="🌐")

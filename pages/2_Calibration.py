@@ -1,16 +1,20 @@
-"""Calibration: choose the threshold from this folder's own questions, and see what each choice costs.
+"""Calibration: how this folder's threshold was chosen, and what each threshold would do. No homework needed.
 
-The person's questions live beside the index (`questions.jsonl`): each with the sentence that should
-answer it, or marked "should refuse". The page searches each one once, then shows the nearest-candidate
-distances of answerable and refusable questions per language (Altair histograms, the current threshold
-drawn as a rule), the sweep table (what every threshold keeps, refuses and lets bluff), and a button that
-moves the chat's threshold slider (`st.session_state["threshold"]`) to the suggested value.
+Per question language, one histogram of the distance at which each question would get an answer through
+the gate's full evidence test (distance and support), for three kinds of question:
 
-All measuring is `rag.evaluate`'s; this page only shows it. Questions and sentences render inert.
+- unrelated: the shipped everyday questions the calibration measured (cooking, sport, travel, ...);
+- the folder's own sentences, each asked as it stands (where answers in the folder's words fall);
+- the person's own questions, when they have written some (saved beside the index, `questions.jsonl`).
+
+The calibrated threshold and the one in use are drawn on them. Below: the sweep (what every threshold
+keeps, refuses and lets bluff), a button that moves the chat's slider to a threshold the person picks,
+and one that puts it back to the calibrated value. All measuring is `rag`'s; this page only shows it.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -21,6 +25,7 @@ import streamlit as st
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `ui` lives beside streamlit_app.py
 
 import ui  # noqa: E402
+from rag import calibration as cal  # noqa: E402
 from rag import evaluate  # noqa: E402
 
 st.set_page_config(page_title="Calibration · Chat with your folder", page_icon="🎚️", layout="wide")
@@ -29,102 +34,129 @@ ui.folder_picker()
 ws = ui.workspace()
 engine = ws.engine
 questions_path = Path(engine.settings.index_path) / "questions.jsonl"
-if "threshold" in st.session_state:
-    # Streamlit forgets a widget's value on pages that do not draw it: keep the chat slider's threshold.
-    st.session_state["threshold"] = st.session_state["threshold"]
+for key in ("threshold", "threshold_explicit"):
+    if key in st.session_state:
+        # Streamlit forgets a widget's value on pages that do not draw it: keep the chat slider's state.
+        st.session_state[key] = st.session_state[key]
 
 st.title("Calibration")
-st.caption("The threshold is the only part that can say no. Pick it from questions about this folder: "
-           "some it should answer (with the sentence you expect), some it should refuse.")
+st.caption("A passage is evidence when it is close enough to the question (the threshold) and holds the "
+           "question's own words (the support test). The threshold is calibrated on this folder: for each "
+           "language, the distance at which only a few unrelated questions would still get an answer.")
+
+calibration = engine.calibrated()
+if calibration is None:
+    st.info("Nothing is indexed yet: add documents on the chat page, then come back.")
+    st.stop()
+
+explicit = st.session_state.get("threshold_explicit", False)
+in_use = {lang: (float(st.session_state["threshold"]) if explicit else c.threshold)
+          for lang, c in calibration.languages.items()}
+for lang, c in calibration.languages.items():
+    st.markdown(f"**{cal.LANGUAGE_NAMES.get(lang, lang)}**: {ui.md_escape(c.describe())}. Passages nearer than "
+                f"{c.close:.3f} (closer than any unrelated question came) need {engine.settings.close_support:.0%} "
+                f"of the question's words, others {engine.settings.min_support:.0%}.")
+if explicit:
+    st.info(f"The chat uses the threshold you set, {in_use[next(iter(in_use))]:.3f}, for every question.",
+            icon=":material/tune:")
 
 try:
-    questions = evaluate.load_questions(questions_path)
+    own = evaluate.load_questions(questions_path)
 except ValueError as exc:
     st.error(ui.md_escape(f"The questions file cannot be read: {exc}"))
-    questions = []
-
-current = float(st.session_state.get("threshold", engine.settings.threshold))
-budget = st.number_input("Bluff budget: share of should-refuse questions allowed through", 0.0, 1.0, 0.10, 0.05,
-                         format="%.2f", key="bluff_budget")
+    own = []
+sentences = [evaluate.Question(question=s, needle=s, lang=lang, kind="folder sentence")
+             for lang, s in cal.folder_sentences(engine.snapshot.chunks)]
+asked = sentences + own
 
 
 def measured() -> evaluate.Sweep | None:
     """Search each question once per change of questions or index; re-gating is cheap, searching is not."""
-    if not questions:
+    if not asked:
         return None
     mtime = questions_path.stat().st_mtime_ns if questions_path.exists() else 0
-    key = (str(questions_path), mtime, len(engine.snapshot.chunks), engine.settings.candidates)
+    key = (str(questions_path), mtime, calibration.fingerprint, engine.settings.candidates)
     cached = st.session_state.get("calibration_results")
     if not cached or cached[0] != key:
-        with st.spinner(f"Searching {len(questions)} questions…"):
-            results = [engine.search(q.question) for q in questions]
-        cached = (key, results)
+        with st.spinner(f"Searching {len(asked)} questions…"):
+            cached = (key, [engine.search(q.question) for q in asked])
         st.session_state["calibration_results"] = cached
-    return evaluate.sweep(engine, questions, budget=budget, results=cached[1])
+    return evaluate.sweep(engine, asked, budget=engine.settings.calibration_budget, results=cached[1])
 
 
 sw = measured()
-if sw is None:
-    st.info("No questions yet. Add a few below: at least some the folder should answer and some it should refuse.")
-else:
-    answerable = sum(q.answerable for q in questions)
-    st.markdown(f"**{len(questions)} questions**: {answerable} answerable, {len(questions) - answerable} should refuse. "
-                f"Current threshold **{current:.3f}**.")
-    dist = pd.DataFrame(sw.distances())
-    for lang in sorted(dist["lang"].unique()):
-        part = dist[dist["lang"] == lang]
-        base = alt.Chart(part).mark_bar(opacity=0.6).encode(
-            x=alt.X("nearest:Q", bin=alt.Bin(step=0.025), title="nearest candidate's cosine distance"),
-            y=alt.Y("count():Q", stack=None, title="questions"),
-            color=alt.Color("kind:N", title="question",
-                            scale=alt.Scale(domain=["answerable", "refusable"], range=["#1f77b4", "#d62728"])),
-            tooltip=["kind", "count()"],
-        )
-        # The threshold as a datum in the spec itself: one rule, whatever the data.
-        rule = alt.Chart(pd.DataFrame({"threshold": [current]})).mark_rule(color="black", strokeWidth=2).encode(
-            x=alt.datum(current), tooltip=[alt.Tooltip("threshold:Q", format=".3f")])
-        st.subheader(f"Language: {lang}")
-        st.altair_chart((base + rule).properties(height=220), width="stretch")
+points = [{"lang": p["lang"], "kind": "unrelated", "evidence": p["evidence"]} for p in calibration.points]
+if sw is not None:
+    for q, e in zip(asked, sw.evidence):
+        kind = q.kind if q.kind == "folder sentence" else ("your should-refuse" if q.refuse else "your answerable")
+        points.append({"lang": q.lang or "?", "kind": kind, "evidence": e})
+frame = pd.DataFrame(points)
+kinds = ["unrelated", "folder sentence", "your answerable", "your should-refuse"]
+colours = ["#d62728", "#2ca02c", "#1f77b4", "#ff7f0e"]
 
+for lang in [lang for lang in calibration.languages if lang in set(frame["lang"])]:
+    part = frame[frame["lang"] == lang]
+    finite = part[part["evidence"].apply(math.isfinite)]
+    never = part[~part["evidence"].apply(math.isfinite)].groupby("kind").size().to_dict()
+    st.subheader(f"Language: {lang}")
+    base = alt.Chart(finite).mark_bar(opacity=0.6).encode(
+        x=alt.X("evidence:Q", bin=alt.Bin(step=0.025), title="distance at which it would get an answer"),
+        y=alt.Y("count():Q", stack=None, title="questions"),
+        color=alt.Color("kind:N", title="question", scale=alt.Scale(domain=kinds, range=colours)),
+        tooltip=["kind", "count()"],
+    )
+    lines = pd.DataFrame({"threshold": [calibration.languages[lang].threshold, in_use[lang]],
+                          "which": ["calibrated", "in use"]})
+    rule = alt.Chart(lines).mark_rule(strokeWidth=2).encode(
+        x="threshold:Q", strokeDash="which:N", color=alt.value("black"),
+        tooltip=["which", alt.Tooltip("threshold:Q", format=".3f")])
+    st.altair_chart((base + rule).properties(height=220), width="stretch")
+    if never:
+        st.caption("Never answered, at any threshold (no candidate holds enough of their words): "
+                   + ", ".join(f"{n} {k}" for k, n in never.items()))
+
+if sw is not None:
+    st.subheader("The sweep")
     groups = list(sw.rows)
-    group = st.selectbox("Sweep for", groups, format_func=lambda g: "all questions" if g == "all" else f"questions in {g}")
-    rows = sw.rows[group]
+    group = st.selectbox("Questions", groups,
+                         format_func=lambda g: "all (the folder's sentences and yours)" if g == "all" else f"in {g}")
+    lang_of_group = group.split(":")[0] if group != "all" else None
+    unrelated = [p for p in calibration.points if lang_of_group in (None, p["lang"])]
     table = pd.DataFrame([{
-        "threshold": r.threshold, "right chunk kept": r.right, "refused (answerable)": r.refused,
-        "wrong chunk kept": r.wrong, "bluffs (should refuse)": r.bluffs,
-        "right rate": r.right / r.answerable if r.answerable else None,
-        "bluff rate": r.bluffs / r.refusable if r.refusable else None,
-    } for r in rows])
-    st.dataframe(table, hide_index=True, width="stretch",
-                 column_config={"threshold": st.column_config.NumberColumn(format="%.3f"),
-                                "right rate": st.column_config.NumberColumn(format="%.2f"),
-                                "bluff rate": st.column_config.NumberColumn(format="%.2f")})
-    suggested = sw.suggested[group]
-    if suggested is None:
-        st.warning("No suggestion: it needs both answerable and should-refuse questions, and a threshold whose "
-                   "bluffs stay within the budget.")
-    else:
-        at = sw.at(group, suggested)
-        st.markdown(f"Suggested threshold **{suggested:.3f}**: keeps the right passage for {at.right} of "
-                    f"{at.answerable} answerable questions and lets {at.bluffs} of {at.refusable} should-refuse "
-                    f"questions through.")
-        def use(value: float) -> None:
-            # A callback runs before the page does: the histograms of this very run draw the new threshold.
-            st.session_state["threshold"] = value
-            st.session_state["threshold_set_here"] = value
+        "threshold": r.threshold,
+        "right passage kept": r.right / r.answerable if r.answerable else None,
+        "unrelated answered": sum(p["evidence"] <= r.threshold for p in unrelated) / max(len(unrelated), 1),
+        "your should-refuse answered": r.bluffs / r.refusable if r.refusable else None,
+        "right chunk kept": r.right, "bluffs (should refuse)": r.bluffs,
+    } for r in sw.rows[group]])
+    st.dataframe(table, hide_index=True, width="stretch", column_config={
+        "threshold": st.column_config.NumberColumn(format="%.3f"),
+        "right passage kept": st.column_config.NumberColumn(format="%.2f", help="Of the answerable questions: the "
+                                                            "folder's sentences and yours"),
+        "unrelated answered": st.column_config.NumberColumn(format="%.2f"),
+        "your should-refuse answered": st.column_config.NumberColumn(format="%.2f"),
+    })
 
-        st.button(f"Set the threshold to {suggested:.3f}", key="use_suggested", type="primary", on_click=use,
-                  args=(suggested,))
-        if st.session_state.get("threshold_set_here") == current:
-            st.success(f"Threshold set to {current:.3f}: the chat uses it from the next question.")
+    def use(value: float) -> None:
+        # A callback runs before the page does: the charts of this very run draw the new threshold.
+        st.session_state["threshold"] = value
+        st.session_state["threshold_explicit"] = True
+        st.session_state["threshold_set_here"] = value
 
-    with st.expander("Each question"):
-        st.dataframe(pd.DataFrame([{
-            "question": q.question, "language": q.lang or "?", "kind": "should refuse" if q.refuse else "answerable",
-            "nearest distance": d, "passes now": d <= current,
-        } for q, d in zip(questions, sw.nearest)]), hide_index=True, width="stretch")
+    def back() -> None:
+        st.session_state["threshold_explicit"] = False
+        st.session_state.pop("threshold_set_here", None)
 
-st.subheader("Add a question")
+    left, right = st.columns(2)
+    pick = left.number_input("Threshold to use in the chat", 0.0, 1.5, float(in_use[next(iter(in_use))]),
+                             0.005, format="%.3f", key="calibration_pick")
+    left.button(f"Use {pick:.3f} for every question", key="use_pick", on_click=use, args=(round(pick, 3),))
+    right.button("Use the calibrated thresholds", key="use_calibrated", on_click=back, disabled=not explicit)
+    if explicit and st.session_state.get("threshold_set_here") is not None:
+        st.success(f"Threshold set to {st.session_state['threshold_set_here']:.3f}: the chat uses it from the next "
+                   "question.")
+
+st.subheader("Add a question of your own")
 with st.form("add_question", clear_on_submit=True):
     text = st.text_input("Question", key="new_question")
     expected = st.text_area("Sentence that answers it (copied from the document)", key="new_expected")
@@ -140,3 +172,5 @@ with st.form("add_question", clear_on_submit=True):
             evaluate.save_question(questions_path, q)
             st.success(ui.md_escape(f"Saved: {q.question}"))
             st.rerun()
+st.caption(f"{len(own)} questions of your own · {len(sentences)} of the folder's sentences · "
+           f"{len(calibration.points)} unrelated questions")

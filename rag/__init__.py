@@ -29,9 +29,12 @@ from rag.answer import (NO_ANSWER_SENTENCE, Answer, ChosenSentence, CitationChec
                         is_followup, linkify, make_generator)
 from rag.chunk import Chunk, Strategy, chunk_document, strategy  # noqa: E402
 from rag.embed import Embedder, count_tokens, load_embedder  # noqa: E402
-from rag.engine import Engine, FileOutcome, LibraryStats, SyncReport, Turn, UploadConflict, UploadError, safe_name  # noqa: E402
+from rag.engine import (Engine, FileOutcome, LibraryStats, SyncReport, ThresholdChoice, Turn, UploadConflict,  # noqa: E402
+                        UploadError, safe_name)
 from rag.extract import ExtractionError, Extracted, extract, extract_bytes  # noqa: E402
-from rag.gate import CAPPED, KEPT, OVER, Citation, Gated, gate, refusal_text  # noqa: E402
+from rag.calibration import Calibration, LanguageCalibration  # noqa: E402
+from rag.gate import (CAPPED, DISTANCE, EMPTY, KEPT, OVER, SUPPORT, UNSUPPORTED, Citation, Gated,  # noqa: E402
+                      SupportRule, gate, refusal_text)
 from rag.library import DocRecord, Stamp  # noqa: E402
 from rag.llm import ChatClient, LLMError  # noqa: E402
 from rag.search import Candidate, SearchResult, rrf  # noqa: E402
@@ -41,6 +44,8 @@ from rag.store import StoreError  # noqa: E402
 __all__ = [
     "NO_ANSWER_SENTENCE", "ChatClient", "CitationCheck", "LLMError", "LLMGenerator", "build_prompt",
     "check_citations", "followup_query", "is_followup", "linkify", "make_generator",
+    "Calibration", "DISTANCE", "EMPTY", "LanguageCalibration", "SUPPORT", "SupportRule", "ThresholdChoice",
+    "UNSUPPORTED",
     "Answer", "CAPPED", "Candidate", "ChosenSentence", "Chunk", "Citation", "DocRecord", "Embedder", "Engine",
     "ExtractionError", "Extracted", "ExtractiveGenerator", "FileOutcome", "Gated", "Generator", "KEPT",
     "LibraryStats", "OVER", "SearchResult", "Settings", "Stamp", "StoreError", "Strategy", "SyncReport", "Turn",

@@ -42,6 +42,13 @@ def _bar(done: int, total: int, name: str) -> None:
 def cmd_index(args: argparse.Namespace) -> int:
     settings = load_settings(args.config, folder=args.folder_pos or args.folder, index_dir=args.index_dir)
     if args.rebuild and settings.index_path.exists() and not settings.chroma_host:
+        from rag.library import INDEX_MARKER, is_index_dir
+
+        if not is_index_dir(settings.index_path):  # never delete a folder that is not an index made here
+            print(f"rag: refusing to rebuild: {settings.index_path} does not look like an index made by rag (no "
+                  f"{INDEX_MARKER} marker, and not just library.sqlite and the index's own files); nothing was "
+                  f"deleted. Choose another --index-dir, or delete that folder yourself.", file=sys.stderr)
+            return 2
         shutil.rmtree(settings.index_path)
     engine = Engine(settings)
     report = engine.sync(progress=_bar)
@@ -59,6 +66,11 @@ def turn_to_json(turn: Turn) -> dict:
         "answer": turn.answer.text,
         "refused": turn.answer.refused,
         "threshold": turn.gated.threshold,
+        "threshold_source": turn.threshold.source if turn.threshold else None,
+        "threshold_note": turn.threshold.note if turn.threshold else None,
+        "support_rule": dataclasses.asdict(turn.gated.rule),
+        "failed_test": turn.gated.failed,
+        "missing_words": list(turn.gated.missing),
         "closest_distance": turn.gated.closest.distance if turn.gated.closest else None,
         "citations": [dataclasses.asdict(c) for c in turn.gated.citations],
         "candidates": [dict(dataclasses.asdict(c), verdict=v) for c, v in zip(turn.gated.candidates, turn.gated.verdicts)],
@@ -87,18 +99,25 @@ def print_turn(turn: Turn) -> None:
     if a.prompt_tokens is not None:
         print(f"prompt: {a.prompt_tokens} tokens (tiktoken)")
     if g.refusal and g.closest:
-        print(f"\nclosest: {g.closest.distance:.3f} ({g.closest.doc_name}, {g.closest.section or 'no section'}); "
-              f"a threshold of {g.closest.distance:.3f} would let it through")
+        print(f"\nclosest: {g.closest.distance:.3f} ({g.closest.doc_name}, {g.closest.section or 'no section'})")
+        if g.needed_threshold is not None:
+            print(f"a threshold of {g.needed_threshold:.3f} would let {g.closest_supported.doc_name} through")
+        else:
+            print("no threshold would let a passage through: none holds enough of the question's words")
     if g.citations:
         print("\nCitations")
         for c in g.citations:
             quote = " ".join(c.quote.split())
             print(f"[{c.n}] {c.doc_name} · {c.locator} · {c.link} · distance {c.distance:.3f}\n    \"{quote[:300]}\"")
-    print(f"\nRetrieval (threshold {g.threshold:.3f}, at most {g.max_chunks} kept)")
-    print(f"{'fused':>5} {'dense':>5} {'bm25':>5} {'dist':>6}  {'verdict':<26} document / section")
+    note = f"; {turn.threshold.note}" if turn.threshold else ""
+    rule = g.rule
+    print(f"\nRetrieval (threshold {g.threshold:.3f}{note}; support at least {rule.min_support:.0%}, "
+          f"{rule.close_support:.0%} at distance {rule.close:.3f} or less; at most {g.max_chunks} kept)")
+    print(f"{'fused':>5} {'dense':>5} {'bm25':>5} {'dist':>6} {'supp':>5}  {'verdict':<26} document / section")
     for c, v in zip(g.candidates, g.verdicts):
-        print(f"{c.fused_rank:>5} {_fmt(c.dense_rank):>5} {_fmt(c.bm25_rank):>5} {c.distance:6.3f}  {v:<26} "
-              f"{c.doc_name} / {c.section}")
+        lacks = f"  (lacks: {', '.join(c.missing)})" if c.missing else ""
+        print(f"{c.fused_rank:>5} {_fmt(c.dense_rank):>5} {_fmt(c.bm25_rank):>5} {c.distance:6.3f} {c.support:5.0%}  "
+              f"{v:<26} {c.doc_name} / {c.section}{lacks}")
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -128,6 +147,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     s = engine.stats()
     print(f"{s.documents} documents ({s.indexed} indexed, {s.failed} failed, {s.stale} stale), {s.chunks} chunks, "
           f"model {s.model}")
+    calibration = engine.calibrated()
+    for lang in (calibration.languages if calibration else ()):
+        print(f"threshold {calibration.languages[lang].describe()}")
+    if engine.settings.threshold is not None or engine.settings.language_thresholds:
+        print(f"set in the settings (these win): threshold {_fmt(engine.settings.threshold)}, "
+              f"language_thresholds {engine.settings.language_thresholds or '-'}")
     return 0
 
 
@@ -143,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     pi.set_defaults(fn=cmd_index)
     pa = sub.add_parser("ask", help="ask the folder a question")
     pa.add_argument("question")
-    pa.add_argument("--threshold", type=float, help="cosine distance a chunk must be under (default 0.675)")
+    pa.add_argument("--threshold", type=float,
+                    help="cosine distance a chunk must be under (default: calibrated on the folder per language)")
     pa.add_argument("--max-chunks", type=int)
     pa.add_argument("--json", action="store_true")
     pa.set_defaults(fn=cmd_ask)

@@ -13,6 +13,7 @@ What it does not do: cache vectors (the store does) or choose what to embed (the
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import threading
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ class Embedder:
     _model: object = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _cache: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _cache_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # guards _cache only
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors, float32, one row per text."""
@@ -54,14 +56,26 @@ class Embedder:
 
     def embed_cached(self, texts: Sequence[str], limit: int = 20_000) -> np.ndarray:
         """`embed_batch` remembering recent texts: the extractive answer scores the same sentences again
-        each time the slider re-gates a question, and re-embedding them is most of its cost."""
-        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        each time the slider re-gates a question, and re-embedding them is most of its cost.
+
+        Safe from several threads: the cache is read and changed under its own lock, never held while the
+        model encodes; the vectors returned are this call's own, so another thread evicting them does no harm.
+        """
+        if not texts:
+            return self.embed_batch([])
+        unique = list(dict.fromkeys(texts))
+        with self._cache_lock:
+            found = {t: self._cache[t] for t in unique if t in self._cache}
+        missing = [t for t in unique if t not in found]
         if missing:
-            for t, v in zip(missing, self.embed_batch(missing)):
-                self._cache[t] = v
-            for old in list(self._cache)[: max(0, len(self._cache) - limit)]:  # oldest first
-                self._cache.pop(old, None)
-        return np.stack([self._cache[t] for t in texts]) if texts else self.embed_batch([])
+            vectors = self.embed_batch(missing)  # two threads may both encode a text: same vector, no harm
+            with self._cache_lock:
+                for t, v in zip(missing, vectors):
+                    self._cache[t] = found[t] = v
+                excess = len(self._cache) - limit
+                for old in list(itertools.islice(self._cache, max(0, excess))):  # oldest first
+                    del self._cache[old]
+        return np.stack([found[t] for t in texts])
 
     def count_wordpieces(self, texts: Sequence[str]) -> list[int]:
         """Word-pieces per text as the model reads them, [CLS] and [SEP] included."""

@@ -25,17 +25,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+import numpy as np
+
 from rag.answer import (Answer, Generator, answer as run_answer, followup_query, llm_client, make_generator,
                         rewrite_followup)
+from rag.calibration import LANGUAGES as CALIBRATED_LANGUAGES, Calibration, calibrate, questions_digest, unrelated_questions
 from rag.chunk import Chunk, chunk_document, strategy
 from rag.embed import Embedder, count_tokens, header_share, load_embedder
 from rag.extract import EXTRACTOR_VERSIONS, SUPPORTED, ExtractionError, Extracted, extract_bytes, kind_of
-from rag.gate import Gated, gate
+from rag.gate import NO_SUPPORT_TEST, Gated, SupportRule, gate
 from rag.lexical import analyze, detect_language, question_language
 from rag.llm import LLMError
-from rag.library import VISIBLE, DocRecord, Library, Stamp, WriterLock
+from rag.library import VISIBLE, DocRecord, Library, Stamp, WriterLock, mark_index_dir
 from rag.search import SearchResult, Snapshot, hybrid_search
-from rag.settings import Settings
+from rag.settings import DEFAULT_THRESHOLD, Settings
 from rag.store import ChunkStore, StoredChunk, chunk_metadata
 
 Progress = Callable[[int, int, str], None]  # (done, total, current file)
@@ -65,12 +68,24 @@ class SyncReport:
         return ", ".join(parts or ["nothing to do"]) + f"; {self.embedded} chunks embedded in {self.seconds:.1f} s"
 
 
+@dataclass(frozen=True)
+class ThresholdChoice:
+    """The threshold a question gets, and where it came from (for the screen)."""
+
+    value: float
+    source: str  # "given", "language_thresholds", "threshold", "calibrated", "default"
+    note: str  # one line: e.g. "calibrated for English: 0.612, where 5% of 260 unrelated questions would pass"
+    calibrated: float | None = None  # what the calibration says for this question, whatever decided
+    rule: SupportRule = NO_SUPPORT_TEST  # the support test for this question (its close distance by language)
+
+
 @dataclass
 class Turn:
     question: str
     result: SearchResult
     gated: Gated
     answer: Answer
+    threshold: ThresholdChoice | None = None
 
 
 @dataclass
@@ -125,6 +140,7 @@ class Engine:
         self.settings = settings
         self.folder = Path(settings.folder)
         self.folder.mkdir(parents=True, exist_ok=True)
+        mark_index_dir(settings.index_path, self.folder)  # before anything writes there: what --rebuild may delete
         self.embedder = embedder or load_embedder(settings.model, settings.embed_batch_size, settings.model_languages)
         self.strategy = strategy(settings.chunk_strategy, settings.chunk_budget)
         self.store = ChunkStore(settings, self.embedder.name, self.embedder.dimension)
@@ -136,6 +152,11 @@ class Engine:
         self._folder_uncovered = False  # most of the folder in a language the model does not read
         self._tokens: dict[tuple[str, str], list[str]] = {}  # BM25 tokens of published chunks
         self._publish_lock = threading.Lock()
+        self.calibrations = 0  # how many times the calibration was computed (not loaded) in this process
+        self._calibration_lock = threading.Lock()
+        self._calibration_path = settings.index_path / "calibration.json"
+        self.calibration: Calibration | None = Calibration.load(self._calibration_path)
+        self._unrelated_vectors: dict[str, np.ndarray] | None = None
         if self.lock.acquire(timeout=0):  # another process writing will recover on its own
             try:
                 self._recover()
@@ -149,19 +170,34 @@ class Engine:
         return Stamp(self.embedder.name, self.embedder.dimension, self.strategy.version, EXTRACTOR_VERSIONS[kind])
 
     def _recover(self) -> None:
-        """Undo what a crash left half-done, and mark documents whose stamp no longer matches."""
+        """Undo what a crash left half-done, and mark documents whose stamp no longer matches.
+
+        Records first, then chunks, as everywhere: a `pending` document, and a visible one whose record
+        claims chunks the store does not hold (a crash between a chunk delete and its record update), go
+        back to `pending` with no content hash, so the next sync indexes them again; then every chunk that
+        no visible record claims is deleted.
+        """
         records = {r.doc_id: r for r in self.library.all()}
+        counts = self.store.chunk_counts()
+        changed: dict[str, DocRecord] = {}
         for rec in records.values():
-            if rec.status == "pending":
-                self.store.delete_doc(rec.doc_id)
-                rec.content_hash = ""  # makes the next sync index it again
-                self.library.put(rec)
-            elif rec.status == "indexed" and rec.stamp != self.stamp_for(rec.kind):
+            if rec.status == "indexed" and rec.stamp != self.stamp_for(rec.kind):
                 rec.status = "stale"
-                self.library.put(rec)
-        # Chunks of documents the library does not show (a crash between writes): delete them.
-        orphans = [d for d in self.store.doc_ids() if d not in records or records[d].status not in VISIBLE]
-        self.store.delete_docs(orphans)
+                changed[rec.doc_id] = rec
+            # (stale records of another model keep their chunks in that model's collection, not this one)
+            here = rec.stamp is not None and (rec.stamp.model, rec.stamp.dimension) == (self.store.model, self.store.dimension)
+            if rec.status in VISIBLE and here and counts.get(rec.doc_id, 0) != rec.chunks:
+                rec.status, rec.chunks = "pending", 0
+            if rec.status == "pending" and rec.content_hash:
+                rec.content_hash = ""  # makes the next sync index it again
+                changed[rec.doc_id] = rec
+        if changed:
+            self.library.put(*changed.values())
+        for doc_id, rec in records.items():
+            if rec.status not in VISIBLE:
+                self._chunks_by_doc.pop(doc_id, None)
+        # Chunks of documents the library does not show (pending work, a crash between writes): delete them.
+        self.store.delete_docs([d for d in counts if d not in records or records[d].status not in VISIBLE])
 
     def reload(self) -> None:
         """Rebuild the search snapshot from the store (the truth) and the library's statuses."""
@@ -253,6 +289,7 @@ class Engine:
             self._index(todo, report, progress)
             if not any(r.status == "stale" and r.stamp and r.stamp.model != self.embedder.name for r in self.library.all()):
                 self.store.drop_other_collections()
+        self.calibrated()  # now, so the first question after a change does not wait for it
         report.seconds = time.perf_counter() - t0
         return report
 
@@ -280,6 +317,7 @@ class Engine:
         report = SyncReport()
         with self.lock:
             self._index(list(rel_paths), report, progress)
+        self.calibrated()
         report.seconds = time.perf_counter() - t0
         return report
 
@@ -296,15 +334,18 @@ class Engine:
         """Remove a document's chunks from both indexes and its record; optionally the file too."""
         with self.lock:
             rec = self.library.get(doc_id)
-            self._forget(doc_id)
             if delete_file and rec:
+                # The file first: a crash right after it leaves a record without its file, which the next sync
+                # removes; the other way round, the next sync would index again the file the person deleted.
                 (self.folder / rec.path).unlink(missing_ok=True)
+            self._forget(doc_id)
             self._publish()
 
     def _forget(self, doc_id: str) -> None:
-        self.store.delete_doc(doc_id)
+        # The record first: a crash before the chunks go leaves chunks no record claims, which start-up deletes.
         self.library.remove(doc_id)
         self._chunks_by_doc.pop(doc_id, None)
+        self.store.delete_doc(doc_id)
 
     def _index(self, rel_paths: list[str], report: SyncReport, progress: Progress | None) -> None:
         total = len(rel_paths)
@@ -364,10 +405,11 @@ class Engine:
                                 f"{self.embedder.max_tokens} word-pieces: their ends are not embedded")
 
     def _write_failed(self, rec: DocRecord) -> None:
-        self.store.delete_doc(rec.doc_id)
-        self._chunks_by_doc.pop(rec.doc_id, None)
+        # The record first (`failed` is not visible): a crash before the chunks go leaves chunks that start-up deletes.
         rec.chunks = 0
         self.library.put(rec)
+        self._chunks_by_doc.pop(rec.doc_id, None)
+        self.store.delete_doc(rec.doc_id)
 
     def _write_group(self, group: list[tuple[DocRecord, list[Chunk]]], report: SyncReport) -> None:
         texts = [c.text for _, chunks in group for c in chunks]
@@ -477,18 +519,82 @@ class Engine:
                 pass  # the answer step reaches the same server and says why in its note
         return joined
 
-    def threshold_for(self, question: str) -> float:
-        """The settings' threshold, or the one set for the question's language (`language_thresholds`).
+    # --- the threshold -------------------------------------------------------------------------------
 
-        MiniLM puts Portuguese text closer together than English: calibration on a folder can show the
-        two groups of questions need different thresholds (README, threshold sweep by language).
-        """
-        by_lang = self.settings.thresholds_by_language
-        if by_lang:
-            lang = question_language(question)
-            if lang in by_lang:
-                return by_lang[lang]
-        return self.settings.threshold
+    def calibration_fingerprint(self) -> str:
+        """What the calibration depends on: the model, the chunker, the search and gate settings, the shipped
+        question sets and the indexed content. The same fingerprint means the stored calibration holds."""
+        s = self.settings
+        docs = sorted((r.doc_id, r.content_hash, r.chunks) for r in self.library.all() if r.status in VISIBLE)
+        key = [self.embedder.name, self.embedder.dimension, self.strategy.version, s.candidates, s.rrf_k, s.bm25_k1,
+               s.bm25_b, sorted(self.fusion_weights().items()), s.min_support, s.close_support, s.calibration_budget,
+               s.calibration_floor, s.calibration_ceiling, questions_digest(), docs]
+        return hashlib.sha1(repr(key).encode("utf-8")).hexdigest()
+
+    def calibrated(self) -> Calibration | None:
+        """The folder's calibration, computed again when what it depends on changed (and only then).
+        None while nothing is indexed: there is nothing to calibrate on."""
+        if not self.snapshot.chunks:
+            return None
+        fingerprint = self.calibration_fingerprint()
+        if self.calibration is not None and self.calibration.fingerprint == fingerprint:
+            return self.calibration
+        with self._calibration_lock:
+            if self.calibration is None or self.calibration.fingerprint != fingerprint:
+                s = self.settings
+                snapshot, weights, hidden = self.snapshot, self.fusion_weights(), self._unpublished
+
+                def search(question: str, vector: np.ndarray) -> SearchResult:
+                    return hybrid_search(question, embedder=self.embedder, store=self.store, snapshot=snapshot,
+                                         settings=s, hidden=hidden, weights=weights, vector=vector)
+
+                calibration = calibrate(search, self._calibration_vectors(), fingerprint=fingerprint,
+                                        min_support=s.min_support, close_support=s.close_support,
+                                        budget=s.calibration_budget,
+                                        floor=s.calibration_floor, ceiling=s.calibration_ceiling)
+                self.calibrations += 1
+                try:
+                    calibration.save(self._calibration_path)
+                except OSError:
+                    pass  # a read-only index still answers; it calibrates again next time
+                self.calibration = calibration
+        return self.calibration
+
+    def _calibration_vectors(self) -> dict[str, np.ndarray]:
+        """The unrelated questions' embeddings: computed once per process (they depend only on the model)."""
+        if self._unrelated_vectors is None:
+            self._unrelated_vectors = {lang: self.embedder.embed_batch([q for _, q in unrelated_questions(lang)])
+                                       for lang in CALIBRATED_LANGUAGES}
+        return self._unrelated_vectors
+
+    def threshold_choice(self, question: str, given: float | None = None, lang: str | None = None) -> ThresholdChoice:
+        """The threshold for `question`, first of: `given` (the slider moved, `--threshold`); the person's
+        `language_thresholds` for its language; the `threshold` setting; the folder's calibration for its
+        language; the default (nothing indexed yet). `lang`: the question's language when known (else
+        detected)."""
+        lang = question_language(question) if lang is None else lang
+        s = self.settings
+        calibration = self.calibrated()
+        calibrated = calibration.threshold(lang) if calibration else None
+        rule = calibration.rule(lang, s.min_support, s.close_support) if calibration else SupportRule(s.min_support)
+        by_lang = s.thresholds_by_language
+        if given is not None:
+            return ThresholdChoice(given, "given", f"set by you: {given:.3f}", calibrated, rule)
+        if lang in by_lang:
+            return ThresholdChoice(by_lang[lang], "language_thresholds",
+                                   f"set in the settings for this language (language_thresholds): {by_lang[lang]:.3f}",
+                                   calibrated, rule)
+        if s.threshold is not None:
+            return ThresholdChoice(s.threshold, "threshold", f"set in the settings (threshold): {s.threshold:.3f}",
+                                   calibrated, rule)
+        if calibrated is not None:
+            return ThresholdChoice(calibrated, "calibrated", calibration.describe(lang), calibrated, rule)
+        return ThresholdChoice(DEFAULT_THRESHOLD, "default",
+                               f"default {DEFAULT_THRESHOLD:.3f}: nothing is indexed to calibrate on", None, rule)
+
+    def threshold_for(self, question: str) -> float:
+        """The threshold a question gets when nobody gives one (`threshold_choice`)."""
+        return self.threshold_choice(question).value
 
     def generator(self) -> Generator:
         return make_generator(self.settings, self.embedder)
@@ -502,9 +608,10 @@ class Engine:
             doc_ids: Sequence[str] | None = None, generator: Generator | None = None,
             history: Sequence[str] | None = None, on_text: Callable[[str], None] | None = None) -> Turn:
         result = self.search(question, doc_ids=doc_ids, history=history)
-        gated = gate(result, self.threshold_for(question) if threshold is None else threshold,
-                     self.settings.max_chunks if max_chunks is None else max_chunks)
-        return Turn(question, result, gated, self.answer(gated, generator, standalone=result.query, on_text=on_text))
+        choice = self.threshold_choice(question, threshold)
+        gated = gate(result, choice.value, self.settings.max_chunks if max_chunks is None else max_chunks, choice.rule)
+        return Turn(question, result, gated, self.answer(gated, generator, standalone=result.query, on_text=on_text),
+                    choice)
 
     # --- library view -------------------------------------------------------------------------------
 

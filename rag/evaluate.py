@@ -45,7 +45,7 @@ import numpy as np
 
 from rag.chunk import Strategy, chunk_document, strategy as make_strategy
 from rag.extract import EXTRACTOR_VERSIONS, Extracted, Section, extract
-from rag.gate import CAPPED, KEPT, OVER, Gated, gate
+from rag.gate import CAPPED, KEPT, OVER, UNSUPPORTED, Gated, gate
 from rag.lexical import LexicalIndex, question_language  # noqa: F401  (re-exported for the calibration page)
 from rag.search import SearchResult, rrf
 from rag.settings import Settings
@@ -144,6 +144,7 @@ class Question:
     lang: str = ""
     style: str = ""  # "echo" (words of the needle) or "paraphrase" (a person's own words)
     refuse: bool = False
+    kind: str = ""  # e.g. "answerable", "off-folder", "near-miss" (public sets label their questions)
 
     @property
     def answerable(self) -> bool:
@@ -151,7 +152,7 @@ class Question:
 
     def to_json(self) -> dict:
         if self.refuse:
-            return {"question": self.question, "refuse": True, "lang": self.lang}
+            return {"question": self.question, "refuse": True, "lang": self.lang} | ({"kind": self.kind} if self.kind else {})
         d = {"question": self.question, "needle": self.needle, "document": self.document, "lang": self.lang,
              "style": self.style}
         return {k: v for k, v in d.items() if v not in (None, "")} | {"needle": self.needle}
@@ -178,7 +179,7 @@ def load_questions(path: str | Path) -> list[Question]:
             raise ValueError(f"{p}:{no}: give either a \"needle\" (the expected sentence) or \"refuse\": true")
         out.append(Question(question=str(d["question"]).strip(), needle=needle.strip() if needle else None,
                             document=d.get("document"), lang=d.get("lang") or question_language(d["question"]),
-                            style=d.get("style", ""), refuse=refuse))
+                            style=d.get("style", ""), refuse=refuse, kind=str(d.get("kind", ""))))
     return out
 
 
@@ -635,10 +636,13 @@ class SweepRow:
 class Sweep:
     questions: list[Question]
     nearest: list[float]  # nearest candidate's cosine distance, per question
-    current: float  # the threshold in the settings
+    current: float  # the threshold the engine gives a question of the group's language (first group: all)
     budget: float  # the bluff rate allowed when suggesting a threshold
-    rows: dict[str, list[SweepRow]]  # group ("all", "en", "pt") -> one row per threshold
+    rows: dict[str, list[SweepRow]]  # group ("all", "en", "en:off-folder", ...) -> one row per threshold
     suggested: dict[str, float | None]
+    evidence: list[float] = field(default_factory=list)  # per question: the smallest threshold that answers it
+    currents: dict[str, float] = field(default_factory=dict)  # group -> the engine's threshold for it
+    at_current: dict[str, SweepRow] = field(default_factory=dict)  # group -> outcome at that threshold
 
     def at(self, group: str, threshold: float) -> SweepRow:
         return min(self.rows[group], key=lambda r: abs(r.threshold - threshold))
@@ -646,22 +650,30 @@ class Sweep:
     def table(self, group: str = "all") -> str:
         rows = self.rows[group]
         a, r = rows[0].answerable, rows[0].refusable
+        current = self.currents.get(group, self.current)
         lines = [f"{group}: {a} answerable, {r} should refuse; suggested threshold "
-                 f"{_f(self.suggested[group])} (bluffs ≤ {self.budget:.0%}); current {self.current:.3f}",
+                 f"{_f(self.suggested[group])} (bluffs ≤ {self.budget:.0%}); the engine's {current:.3f}",
                  f"{'threshold':>9}  {'right chunk kept':<22} {'refused':<20} {'wrong kept':>10}  {'bluffs':<20}"]
+        if group in self.at_current:
+            row = self.at_current[group]
+            lines.append(f"{'engine':>9}  {fmt_rate(rate(row.right, a)):<22} {fmt_rate(rate(row.refused, a)):<20} "
+                         f"{row.wrong:>10}  {fmt_rate(rate(row.bluffs, r)):<20} <- as asked (per-language threshold)")
         for row in rows:
-            mark = " <- current" if abs(row.threshold - self.current) < 1e-9 else ""
+            mark = " <- current" if abs(row.threshold - current) < 1e-9 else ""
             mark += " <- suggested" if self.suggested[group] is not None and abs(row.threshold - self.suggested[group]) < 1e-9 else ""
             lines.append(f"{row.threshold:>9.3f}  {fmt_rate(rate(row.right, a)):<22} {fmt_rate(rate(row.refused, a)):<20} "
                          f"{row.wrong:>10}  {fmt_rate(rate(row.bluffs, r)):<20}{mark}")
         return "\n".join(lines)
 
     def distances(self) -> list[dict]:
+        ev = self.evidence or [math.nan] * len(self.questions)
         return [{"question": q.question, "lang": q.lang or "?", "kind": "refusable" if q.refuse else "answerable",
-                 "nearest": d} for q, d in zip(self.questions, self.nearest)]
+                 "set_kind": q.kind, "nearest": d, "evidence": None if not math.isfinite(e) else e}
+                for q, d, e in zip(self.questions, self.nearest, ev)]
 
     def to_json(self) -> dict:
         return {"current": self.current, "budget": self.budget, "suggested": self.suggested,
+                "currents": self.currents, "at_current": {g: dataclasses.asdict(r) for g, r in self.at_current.items()},
                 "distances": self.distances(),
                 "rows": {g: [dataclasses.asdict(r) for r in rows] for g, rows in self.rows.items()}}
 
@@ -686,46 +698,63 @@ def suggest_threshold(rows: Sequence[SweepRow], budget: float) -> float | None:
     return max(ok, key=lambda r: (r.right, -r.threshold)).threshold
 
 
+def _outcome(q: Question, kept: Sequence) -> str:
+    if q.refuse:
+        return "bluff" if kept else "refused"
+    if not kept:
+        return "refused"
+    return "right" if any(contains(c.content, q.needle) for c in kept) else "wrong"
+
+
+def _row(t: float, idx: Sequence[int], questions: Sequence[Question], outcome: Sequence[str]) -> SweepRow:
+    ans = [i for i in idx if questions[i].answerable]
+    ref = [i for i in idx if questions[i].refuse]
+    return SweepRow(t, sum(outcome[i] == "right" for i in ans), sum(outcome[i] == "wrong" for i in ans),
+                    sum(outcome[i] == "refused" for i in ans), sum(outcome[i] == "bluff" for i in ref), len(ans), len(ref))
+
+
 def sweep(engine, questions: Sequence[Question], *, budget: float = 0.1, thresholds: Sequence[float] | None = None,
           results: Sequence[SearchResult] | None = None) -> Sweep:
-    """Search each question once; gate the same candidates at every threshold."""
+    """Search each question once; gate the same candidates at every threshold, with the full evidence test
+    (distance and the support test for the question's language), and once as the engine would (each
+    question at its own language's threshold). Groups: all, each language, and each language by kind
+    of question to refuse (its answerable questions beside them)."""
     results = list(results) if results is not None else [engine.search(q.question) for q in questions]
     cap = engine.settings.max_chunks
-    current = engine.settings.threshold
+    choices = [engine.threshold_choice(q.question, lang=q.lang or None) for q in questions]
+    current = engine.threshold_choice("").value
     thresholds = list(thresholds or default_thresholds(current))
     nearest = [min((c.distance for c in r.candidates), default=float("nan")) for r in results]
+    evidence = [min((c.distance for c in r.candidates if ch.rule.passes(c)), default=math.inf)
+                for r, ch in zip(results, choices)]
     groups = {"all": list(range(len(questions)))}
     for lang in sorted({q.lang for q in questions if q.lang}):
-        groups[lang] = [i for i, q in enumerate(questions) if q.lang == lang]
+        mine = [i for i, q in enumerate(questions) if q.lang == lang]
+        groups[lang] = mine
+        kinds = sorted({questions[i].kind for i in mine if questions[i].refuse and questions[i].kind})
+        for kind in kinds if len(kinds) > 1 else ():
+            groups[f"{lang}:{kind}"] = [i for i in mine if questions[i].answerable or questions[i].kind == kind]
     rows: dict[str, list[SweepRow]] = {g: [] for g in groups}
     for t in thresholds:
-        outcome = []
-        for q, r in zip(questions, results):
-            kept = gate(r, t, cap).kept
-            if q.refuse:
-                outcome.append("bluff" if kept else "refused")
-            elif not kept:
-                outcome.append("refused")
-            else:
-                outcome.append("right" if any(contains(c.content, q.needle) for c in kept) else "wrong")
+        outcome = [_outcome(q, gate(r, t, cap, ch.rule).kept) for q, r, ch in zip(questions, results, choices)]
         for g, idx in groups.items():
-            ans = [i for i in idx if questions[i].answerable]
-            ref = [i for i in idx if questions[i].refuse]
-            rows[g].append(SweepRow(t, sum(outcome[i] == "right" for i in ans), sum(outcome[i] == "wrong" for i in ans),
-                                    sum(outcome[i] == "refused" for i in ans), sum(outcome[i] == "bluff" for i in ref),
-                                    len(ans), len(ref)))
+            rows[g].append(_row(t, idx, questions, outcome))
+    as_asked = [_outcome(q, gate(r, ch.value, cap, ch.rule).kept) for q, r, ch in zip(questions, results, choices)]
+    at_current = {g: _row(math.nan, idx, questions, as_asked) for g, idx in groups.items()}
+    currents = {g: (choices[idx[0]].value if g != "all" and idx else current) for g, idx in groups.items()}
     suggested = {g: suggest_threshold(rs, budget) for g, rs in rows.items()}
-    return Sweep(list(questions), nearest, current, budget, rows, suggested)
+    return Sweep(list(questions), nearest, current, budget, rows, suggested, evidence, currents, at_current)
 
 
 # --- why wasn't it found? ----------------------------------------------------------------------------------
 
 EXTRACTION, CHUNKING, RANKS, GATED, CAPPED_OUT, CITED = "extraction", "chunking", "ranks", "gated", "capped", "cited"
+UNSUPPORTED_OUT = "unsupported"
 
 
 @dataclass
 class Diagnosis:
-    verdict: str  # one of extraction, chunking, ranks, gated, capped, cited
+    verdict: str  # one of extraction, chunking, ranks, gated, unsupported, capped, cited
     message: str  # one plain sentence for the person
     doc_name: str | None = None
     chunk_id: str | None = None
@@ -776,7 +805,7 @@ def why_not_found(engine, result: SearchResult, gated: Gated, expected_sentence:
     if holders:
         doc_name = lambda c: snap.docs.get(c.doc_id, (c.doc_id,))[0]  # noqa: E731
         holder_ids = {c.id for c in holders}
-        order = {KEPT: 0, CAPPED: 1, OVER: 2}
+        order = {KEPT: 0, CAPPED: 1, UNSUPPORTED: 2, OVER: 3}
         among = sorted(((c, v) for c, v in zip(gated.candidates, gated.verdicts) if c.chunk_id in holder_ids),
                        key=lambda cv: order.get(cv[1], 3))
         if among:
@@ -792,6 +821,13 @@ def why_not_found(engine, result: SearchResult, gated: Gated, expected_sentence:
                 return Diagnosis(CAPPED_OUT, f"Its chunk passed the threshold (distance {c.distance:.3f} ≤ "
                                              f"{gated.threshold:.3f}) but came at fused rank {c.fused_rank}, after the "
                                              f"{ahead} chunks the cap of {gated.max_chunks} allows.", **base)
+            if v == UNSUPPORTED:
+                need = gated.rule.needed(c.distance)
+                lacks = f": it does not mention {', '.join(c.missing)}" if c.missing else ""
+                return Diagnosis(UNSUPPORTED_OUT, f"Its chunk is close enough (distance {c.distance:.3f} ≤ "
+                                                  f"{gated.threshold:.3f}) but holds {c.support:.0%} of the question's "
+                                                  f"words, under the {need:.0%} the support test asks{lacks}. Asking "
+                                                  f"with the document's own words would find it.", **base)
             return Diagnosis(GATED, f"Its chunk was a candidate (fused rank {c.fused_rank}) but its distance "
                                     f"{c.distance:.3f} is over the threshold {gated.threshold:.3f}; a threshold of "
                                     f"{c.distance:.3f} would let it through.", **base)

@@ -1,21 +1,38 @@
 """Gate and cite: which candidates may be used as evidence, and how each is cited.
 
-The gate is the only part of the engine that can say no (DESIGN.md rule 8). It keeps, in fused order,
-at most `max_chunks` candidates whose cosine distance is at or under the threshold; when none passes,
-the result is a refusal that names the threshold and the question, and carries the closest candidate
-so the person can see how far off it was. It never searches: moving the threshold re-gates the same
-candidates.
+The gate is the only part of the engine that can say no. A candidate is evidence when it passes two
+tests, in this order:
+
+1. distance: its cosine distance to the question is at or under the threshold (the slider);
+2. support: it mentions enough of the question's own content words: the IDF-weighted share of them
+   found in the passage (`Candidate.support`, computed by search) is at least `SupportRule.min_support`
+   (half), or, for a passage closer than any unrelated question comes to this folder
+   (`SupportRule.close`, from the calibration), at least `SupportRule.close_support`: a close paraphrase
+   may use its own words, a far one may not.
+
+MiniLM's distances depend on the language as much as on the topic (a chocolate-cake question in
+Portuguese sits at 0.54 from Portuguese notes on privacy), so distance alone cannot decide; a passage
+that never names what the question is about is not evidence for it, however close its vector.
+
+The gate keeps, in fused order, at most `max_chunks` candidates that pass both. When none does, the
+result is a refusal that names the test that failed: nothing under the threshold, or passages under it
+that never mention the question's words (it names them). It carries the closest candidate, so the
+person sees how far off it was, and the smallest threshold that would have let a supported candidate
+through. It never searches: moving the threshold re-gates the same candidates.
 
 Citations number the kept chunks 1..k. Each quotes the chunk's own content (never its embedded header)
-and points into the file: `#char=start,end` for text, `#page=N` for PDFs (rule 9).
+and points into the file: `#char=start,end` for text, `#page=N` for PDFs.
 
 >>> refusal_text(0.675, "What is the capital of Peru?")
 'NO ANSWER: nothing under cosine distance 0.675 for "What is the capital of Peru?"'
+>>> unsupported_text(0.675, "Qual é a receita do bolo?", ("bolo", "receita"))
+'NO ANSWER: the passages under cosine distance 0.675 never mention "bolo" or "receita" (words of "Qual é a receita do bolo?")'
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 from urllib.parse import quote as urlquote
 
 from rag.search import Candidate, SearchResult
@@ -24,10 +41,49 @@ from rag.settings import REFUSAL_PREFIX
 KEPT = "kept"
 CAPPED = "under threshold, over cap"
 OVER = "over threshold"
+UNSUPPORTED = "lacks the question's words"
+
+# Which test a refusal failed (`Gated.failed`).
+EMPTY, DISTANCE, SUPPORT = "empty", "distance", "support"
 
 
 def refusal_text(threshold: float, question: str) -> str:
     return f'{REFUSAL_PREFIX}: nothing under cosine distance {threshold:.3f} for "{question}"'
+
+
+def unsupported_text(threshold: float, question: str, missing: Sequence[str], best: float | None = None,
+                     min_support: float | None = None) -> str:
+    """The refusal when passages are close enough but never name what the question asks about."""
+    if missing:
+        words = " or ".join(f'"{w}"' for w in missing)
+        return (f'{REFUSAL_PREFIX}: the passages under cosine distance {threshold:.3f} never mention {words} '
+                f'(words of "{question}")')
+    share = "" if best is None or min_support is None else f" (the best holds {best:.0%}; {min_support:.0%} needed)"
+    return (f'{REFUSAL_PREFIX}: no passage under cosine distance {threshold:.3f} mentions enough of the words of '
+            f'"{question}"{share}')
+
+
+@dataclass(frozen=True)
+class SupportRule:
+    """The support test: the share of the question's words a passage must hold, by its distance.
+
+    >>> rule = SupportRule(min_support=0.5, close=0.4, close_support=0.15)
+    >>> rule.needed(0.35), rule.needed(0.6)
+    (0.15, 0.5)
+    """
+
+    min_support: float = 0.0
+    close: float = -1.0  # at or under this distance, `close_support` is enough (-1: never)
+    close_support: float = 0.0
+
+    def needed(self, distance: float) -> float:
+        return self.close_support if distance <= self.close else self.min_support
+
+    def passes(self, c: Candidate) -> bool:
+        return c.support + 1e-9 >= self.needed(c.distance)
+
+
+NO_SUPPORT_TEST = SupportRule()
 
 
 @dataclass(frozen=True)
@@ -56,7 +112,11 @@ class Gated:
     verdicts: list[str]  # one per candidate, in fused order
     citations: list[Citation]
     refusal: str | None
-    closest: Candidate | None
+    closest: Candidate | None  # the nearest candidate by cosine distance, whatever its verdict
+    rule: SupportRule = NO_SUPPORT_TEST
+    failed: str | None = None  # the test a refusal failed: EMPTY, DISTANCE or SUPPORT; None when kept
+    missing: tuple[str, ...] = ()  # for SUPPORT: the question's words no passage under the threshold holds
+    closest_supported: Candidate | None = None  # the nearest candidate that passes the support test
 
     @property
     def kept(self) -> list[Candidate]:
@@ -64,24 +124,44 @@ class Gated:
 
     @property
     def needed_threshold(self) -> float | None:
-        """The smallest threshold that would let the closest candidate through."""
-        return self.closest.distance if self.closest else None
+        """The smallest threshold that would let a candidate through (None: no threshold would, since
+        no candidate passes the support test)."""
+        return self.closest_supported.distance if self.closest_supported else None
 
 
-def gate(result: SearchResult, threshold: float, max_chunks: int = 4) -> Gated:
+def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: SupportRule = NO_SUPPORT_TEST) -> Gated:
     verdicts, kept = [], []
     for c in result.candidates:
         if c.distance > threshold:
             verdicts.append(OVER)
+        elif not rule.passes(c):
+            verdicts.append(UNSUPPORTED)
         elif len(kept) < max_chunks:
             verdicts.append(KEPT)
             kept.append(c)
         else:
             verdicts.append(CAPPED)
     closest = min(result.candidates, key=lambda c: c.distance, default=None)
+    supported = [c for c in result.candidates if rule.passes(c)]
+    closest_supported = min(supported, key=lambda c: c.distance, default=None)
+    failed, missing, refusal = None, (), None
+    if not kept:
+        near = [c for c, v in zip(result.candidates, verdicts) if v == UNSUPPORTED]
+        if closest is None:
+            failed, refusal = EMPTY, refusal_text(threshold, result.question)
+        elif not near:
+            failed, refusal = DISTANCE, refusal_text(threshold, result.question)
+        else:
+            failed = SUPPORT
+            # Words that none of the close passages holds, in the question's order.
+            lacking = set.intersection(*(set(c.missing) for c in near))
+            missing = tuple(w for w in result.terms if w in lacking)
+            best = max(near, key=lambda c: c.support)
+            refusal = unsupported_text(threshold, result.question, missing[:4], best.support, rule.needed(best.distance))
     return Gated(question=result.question, threshold=threshold, max_chunks=max_chunks,
-                 candidates=result.candidates, verdicts=verdicts, citations=cite(kept),
-                 refusal=None if kept else refusal_text(threshold, result.question), closest=closest)
+                 candidates=result.candidates, verdicts=verdicts, citations=cite(kept), refusal=refusal,
+                 closest=closest, rule=rule, failed=failed, missing=missing,
+                 closest_supported=closest_supported)
 
 
 def locator(c: Candidate) -> str:

@@ -110,6 +110,55 @@ def analyze(text: str, lang: str) -> list[str]:
     return out
 
 
+# Words of asking rather than of the subject: a question's content words are what is left without them and
+# without either language's stopwords ("What does the app do with PDFs?" -> app, pdfs). The English
+# stopword list BM25 uses is short (33 words), so the usual function words are spelled out here.
+QUESTION_FILLER = frozenset(fold(w) for w in """a an the of to in on at by for from with about as into than
+    is are was were be been being am do does did doing have has had can could should would will may might must shall
+    what which who whom whose when where why how whats i me my we our you your yours there here
+    not no yes if so then and or but also just only any some all more most much many too very else
+    get gets got make makes made one way ways ok please tell explain mean means meaning use uses used using
+    happen happens happened work works need needs want say says said show shows give gives know kind kinds
+    thing things something anything able possible exactly s t d ll re ve m
+    o os um uma uns umas de do da dos das em no na nos nas por para pelo pela com sem sobre que qual quais
+    quem quando onde porque porquê como e ou mas se é são era foi ser estar está estão tem têm ter há pode podem
+    posso devo deve eu me meu minha nós você vocês seu sua isso muito mais menos também já só então
+    lhe lhes quanto quanta quantos quantas diga explique significa significado usar usa uso acontece funciona
+    preciso precisa quero dizer diz mostra fazer faz faço coisa coisas algo possível maneira forma tipo tipos""".split())
+
+
+def question_terms(question: str) -> list[str]:
+    """The question's own content words, lowercased, in order, once each: every word that is neither a
+    stopword of a supported language nor a word of asking. Codes stay whole (`err-4017`).
+
+    >>> question_terms("Qual é a receita do bolo de chocolate?")
+    ['receita', 'bolo', 'chocolate']
+    >>> question_terms("What does ERR-4017 mean?")
+    ['err-4017']
+    >>> question_terms("What value of k does it use?")
+    ['value', 'k']
+    """
+    stop = frozenset().union(*(_stopwords(lang) for lang in LANGUAGES)) | QUESTION_FILLER
+    out: dict[str, None] = {}
+    for m in _TOKEN.finditer(unicodedata.normalize("NFC", question.lower())):
+        tok = m.group()
+        whole = _PART.findall(tok)
+        parts = [p for p in whole if fold(p) not in stop]
+        if len(whole) > 1 and parts:
+            out.setdefault(tok, None)
+        elif parts:
+            out.setdefault(parts[0], None)
+    return list(out)
+
+
+def term_tokens(term: str, lang: str) -> list[str]:
+    """The index tokens one content word becomes under a language's analyzer (a code: itself whole)."""
+    lang = lang if lang in LANGUAGES else "en"
+    folded = fold(term)
+    parts = _PART.findall(folded)
+    return [folded] if len(parts) > 1 else [_stem(p, lang) for p in parts]
+
+
 def analyze_query(question: str, languages: Sequence[str]) -> list[str]:
     seen: dict[str, None] = {}
     for lang in languages or ("en",):
@@ -149,6 +198,50 @@ class LexicalIndex:
             return np.zeros(self.size, dtype=np.float32)
         scores = np.asarray(self._bm25.get_scores(tokens), dtype=np.float32)
         return scores * mask if mask is not None else scores
+
+    def support(self, position: int, terms: Sequence[str], lang: str) -> tuple[float, tuple[str, ...]]:
+        """How much of a question the chunk at `position` mentions: the IDF-weighted share of the question's
+        content words (`question_terms`) found among the chunk's tokens under its own language's analyzer,
+        and the words it lacks. A word the folder never uses weighs most (IDF with a document frequency of
+        0), so a question about something absent scores low wherever it lands. No terms: 1.0 (nothing to
+        check).
+
+        Reads bm25s's inverted index (a CSC matrix: per token, the chunks holding it), so it costs no
+        memory beyond the index itself.
+        """
+        if not terms:
+            return 1.0, ()
+        total, found, missing = 0.0, 0.0, []
+        for term in terms:
+            tokens = term_tokens(term, lang)
+            if not tokens:
+                continue
+            present = all(self._holds(position, t) for t in tokens)
+            w = max(self.idf(t) for t in tokens)
+            total += w
+            if present:
+                found += w
+            else:
+                missing.append(term)
+        return (found / total if total else 1.0), tuple(missing)
+
+    def idf(self, token: str) -> float:
+        """BM25's idf, ln(1 + (N - df + 0.5) / (df + 0.5)); a token no chunk holds gets df = 0."""
+        return float(np.log(1.0 + (self.size - self._df(token) + 0.5) / (self._df(token) + 0.5)))
+
+    def _df(self, token: str) -> int:
+        j = self._bm25.vocab_dict.get(token) if self._bm25 is not None else None
+        if j is None:
+            return 0
+        indptr = self._bm25.scores["indptr"]
+        return int(indptr[j + 1] - indptr[j])
+
+    def _holds(self, position: int, token: str) -> bool:
+        j = self._bm25.vocab_dict.get(token) if self._bm25 is not None else None
+        if j is None:
+            return False
+        sc = self._bm25.scores
+        return bool(np.any(sc["indices"][sc["indptr"][j]:sc["indptr"][j + 1]] == position))
 
     def top(self, question: str, n: int, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
         """Best n positions with score > 0 (a query of unknown words matches nothing), best first."""

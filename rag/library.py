@@ -6,7 +6,8 @@ read, `stale` when the stamp no longer matches the settings (another model, chun
 Only `indexed` and `stale` documents are visible to search, so a search never sees half a document.
 
 Also here: `WriterLock`, the one-writer-at-a-time rule for the index folder, across threads and
-processes (an advisory `flock` on a file beside the database). Readers never take it.
+processes (an advisory `flock` on a file beside the database). Readers never take it. And the index
+folder's marker (`RAG_INDEX`): `rag index --rebuild` deletes only a folder that `is_index_dir` says is one.
 """
 
 from __future__ import annotations
@@ -75,15 +76,23 @@ class Library:
         with self._db() as db:
             db.execute("CREATE TABLE IF NOT EXISTS documents (doc_id TEXT PRIMARY KEY, path TEXT UNIQUE, record TEXT)")
 
-    def _db(self) -> sqlite3.Connection:
-        # One connection per thread; WAL so that readers never wait for the writer.
+    def _conn(self) -> sqlite3.Connection:
+        # One connection per thread, in autocommit mode; WAL so that readers never wait for the writer.
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn
-        return _Tx(conn)
+        return conn
+
+    def _db(self) -> "_Tx":
+        """A write transaction (BEGIN IMMEDIATE: takes the write lock at once). Reads do not use it."""
+        return _Tx(self._conn())
+
+    def _read(self, sql: str, params: tuple = ()) -> list[tuple]:
+        """One SELECT in its own implicit read transaction: it sees the last commit and never takes the write lock."""
+        return self._conn().execute(sql, params).fetchall()
 
     def put(self, *recs: DocRecord) -> None:
         """Write records, all in one transaction."""
@@ -94,18 +103,15 @@ class Library:
                            (rec.doc_id, rec.path, json.dumps(dataclasses.asdict(rec))))
 
     def get(self, doc_id: str) -> DocRecord | None:
-        with self._db() as db:
-            row = db.execute("SELECT record FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
-        return _load(row[0]) if row else None
+        rows = self._read("SELECT record FROM documents WHERE doc_id = ?", (doc_id,))
+        return _load(rows[0][0]) if rows else None
 
     def remove(self, doc_id: str) -> None:
         with self._db() as db:
             db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
 
     def all(self) -> list[DocRecord]:
-        with self._db() as db:
-            rows = db.execute("SELECT record FROM documents ORDER BY path").fetchall()
-        return [_load(r[0]) for r in rows]
+        return [_load(r[0]) for r in self._read("SELECT record FROM documents ORDER BY path")]
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -187,3 +193,41 @@ class WriterLock:
 
     def __exit__(self, *_) -> None:
         self.release()
+
+
+INDEX_MARKER = "RAG_INDEX"
+# What an index folder holds (a new file kept there belongs here too): for an index from before the
+# marker, anything else in the folder means it is not (only) an index.
+INDEX_ENTRIES = frozenset({INDEX_MARKER, "library.sqlite", "library.sqlite-wal", "library.sqlite-shm",
+                           "library.sqlite-journal", "writer.lock", "chroma", "questions.jsonl",
+                           "calibration.json"})
+
+
+def is_index_dir(path: Path) -> bool:
+    """True when `path` is an index folder made by rag: it holds the marker, or (an index made before the
+    marker existed) it holds library.sqlite and nothing an index does not hold."""
+    path = Path(path)
+    if (path / INDEX_MARKER).is_file():
+        return True
+    if not (path / "library.sqlite").is_file():
+        return False
+    return all(p.name in INDEX_ENTRIES for p in path.iterdir())
+
+
+def mark_index_dir(path: Path, folder: Path | str = "") -> None:
+    """Create the index folder if needed and mark it as one, when it is new, empty, or an index from before
+    the marker. A folder that already holds other things is never marked, so never deleted by --rebuild."""
+    path = Path(path)
+    if (path / INDEX_MARKER).is_file():
+        return
+    if path.exists() and not (path.is_dir() and (not any(path.iterdir()) or is_index_dir(path))):
+        return
+    path.mkdir(parents=True, exist_ok=True)
+    about = f" for the folder {folder}" if folder else ""
+    try:
+        (path / INDEX_MARKER).write_text(
+            f"This directory is an index made by rag (chat with your folder){about}.\n"
+            "It holds only derived data: `rag index --rebuild` deletes it and builds it again from the folder.\n",
+            encoding="utf-8")
+    except OSError:
+        pass  # a read-only index still opens; without the marker, --rebuild only refuses

@@ -25,7 +25,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from rag.embed import Embedder
-from rag.lexical import LexicalIndex
+from rag.lexical import LexicalIndex, question_language, question_terms
 from rag.settings import Settings
 from rag.store import ChunkStore, StoredChunk
 
@@ -59,6 +59,10 @@ class Candidate:
     dense_rank: int | None
     bm25_rank: int | None
     bm25_score: float | None
+    # The support test's input: the IDF-weighted share of the question's own content words this chunk
+    # holds (1.0 when the question has none), and the words it lacks.
+    support: float = 1.0
+    missing: tuple[str, ...] = ()
 
 
 @dataclass
@@ -69,6 +73,8 @@ class SearchResult:
     weights: dict[str, float]
     timings_ms: dict[str, float] = field(default_factory=dict)
     searched_chunks: int = 0
+    terms: tuple[str, ...] = ()  # the content words the support test looks for
+    language: str = ""  # the question's language ('en', 'pt', '' when unclear)
 
 
 @dataclass
@@ -94,9 +100,14 @@ class Snapshot:
 
 def hybrid_search(question: str, *, embedder: Embedder, store: ChunkStore, snapshot: Snapshot, settings: Settings,
                   doc_ids: Sequence[str] | None = None, query: str | None = None, hidden: int | None = None,
-                  weights: dict[str, float] | None = None) -> SearchResult:
+                  weights: dict[str, float] | None = None, vector: np.ndarray | None = None) -> SearchResult:
     """`hidden`: how many chunks in the store this snapshot does not show (being written by this process);
-    None asks the store."""
+    None asks the store. `vector`: the query's embedding when the caller has it already (calibration).
+
+    Support is judged on the question as asked, not on `query`: a follow-up searched together with the
+    previous question must still find its own words in the passage ("Capital of Peru?" after a question
+    about uploads is not supported by a passage about uploads). A question with no content words of its
+    own ("Why?") is judged on the searched query's, and so is an LLM's standalone rewrite of a follow-up."""
     query = query or question
     n = settings.candidates
     weights = weights or {"dense": settings.dense_weight, "bm25": settings.bm25_weight}
@@ -109,7 +120,7 @@ def hybrid_search(question: str, *, embedder: Embedder, store: ChunkStore, snaps
         timings[name] = (now - t) * 1000
         t = now
 
-    qv = embedder.embed_batch([query])[0]
+    qv = embedder.embed_batch([query])[0] if vector is None else vector
     lap("embed")
 
     mask = None
@@ -142,9 +153,14 @@ def hybrid_search(question: str, *, embedder: Embedder, store: ChunkStore, snaps
     bm25_rank = {cid: r for r, cid in enumerate(bm25_ids, start=1)}
     # Equal fused scores: the closer chunk first.
     order = sorted((cid for cid in fused if cid in distances), key=lambda c: (-fused[c], distances[c]))[:n]
+    # A follow-up joined to the previous question is judged on its own words; one an LLM rewrote into a
+    # standalone question ("And where are they kept?" -> "Where are backup copies kept?") on the rewrite's.
+    rewritten = query != question and not query.endswith(question)
+    terms = tuple(question_terms(query if rewritten else question)) or tuple(question_terms(query))
     candidates = []
     for rank, cid in enumerate(order, start=1):
         sc = snapshot.chunks[snapshot.pos[cid]]
+        support, missing = snapshot.lexical.support(snapshot.pos[cid], terms, sc.meta.get("lang", ""))
         path, title, kind = snapshot.docs.get(sc.doc_id, (sc.doc_id, "", ""))
         m = sc.meta
         candidates.append(Candidate(
@@ -152,8 +168,9 @@ def hybrid_search(question: str, *, embedder: Embedder, store: ChunkStore, snaps
             content=sc.content, start=int(m["start"]), end=int(m["end"]), page=m.get("page"),
             page_end=m.get("page_end"), kind=kind, fused_rank=rank, fused_score=fused[cid],
             distance=float(distances[cid]), dense_rank=dense_rank.get(cid), bm25_rank=bm25_rank.get(cid),
-            bm25_score=bm25_scores.get(cid),
+            bm25_score=bm25_scores.get(cid), support=support, missing=missing,
         ))
     lap("fusion")
     return SearchResult(question=question, query=query, candidates=candidates, weights=weights,
-                        timings_ms=timings, searched_chunks=len(snapshot.chunks))
+                        timings_ms=timings, searched_chunks=len(snapshot.chunks), terms=terms,
+                        language=question_language(question))

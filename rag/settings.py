@@ -5,11 +5,15 @@ call `load_settings()` once and hand the result to `Engine`. Precedence, lowest 
 below, a TOML file (`rag.toml` in the working directory, or the path in `RAG_CONFIG`), environment
 variables named `RAG_<FIELD>` (e.g. `RAG_THRESHOLD=0.6`), then keyword overrides.
 
->>> s = load_settings(folder="data", threshold=0.5)
+>>> s = load_settings(folder="data", threshold=0.5, env={})
 >>> s.threshold, s.max_chunks, s.candidates
 (0.5, 4, 20)
 >>> s.replace(threshold=0.7).threshold
 0.7
+>>> load_settings(env={"RAG_MIN_SUPPORT": "half"})
+Traceback (most recent call last):
+...
+ValueError: setting min_support: 'half' is not a number
 """
 
 from __future__ import annotations
@@ -17,12 +21,16 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 REFUSAL_PREFIX = "NO ANSWER"
+# The threshold when nothing else decides it: no setting, and no calibration (an empty folder).
+DEFAULT_THRESHOLD = 0.675
 
 
 @dataclass(frozen=True)
@@ -48,9 +56,19 @@ class Settings:
     bm25_boost_uncovered: float = 1.3  # BM25's weight is multiplied by this when the model misses the folder's language
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
-    threshold: float = 0.675
-    # Per question language, when calibration shows the groups apart: "pt=0.40,en=0.60". Empty: one threshold.
+    # The cosine distance a passage must be at or under. None (the default): calibrated on the folder, per
+    # question language (rag.calibration); a number set here applies to every question.
+    threshold: float | None = None
+    # Per question language, chosen by a person: "pt=0.40,en=0.60". Wins over `threshold` and calibration.
     language_thresholds: str = ""
+    # The support test: share of the question's content words (IDF-weighted) a passage must hold; a passage
+    # closer than any unrelated question comes to the folder needs only `close_support` (rag.gate).
+    min_support: float = 0.5
+    close_support: float = 0.15
+    # Calibration: at most this share of unrelated questions may get an answer; the result stays in range.
+    calibration_budget: float = 0.05
+    calibration_floor: float = 0.30
+    calibration_ceiling: float = 0.80
     max_chunks: int = 4
     hnsw_ef_search: int = 400
 
@@ -97,32 +115,51 @@ class Settings:
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+_TYPES = typing.get_type_hints(Settings)
+
+
+def _convert(name: str, value: Any, kind: Any) -> Any:
+    """One value from TOML or an environment string to its field's type; ValueError names the setting."""
+    args = typing.get_args(kind)
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        if value is None or value == "":
+            return None
+        kind = next(a for a in args if a is not type(None))
+        args = typing.get_args(kind)
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        word = str(value).strip().lower()
+        if word in ("1", "true", "yes", "on"):
+            return True
+        if word in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"setting {name}: {value!r} is not true or false (use true/false, yes/no, 1/0)")
+    if kind in (int, float):
+        if isinstance(value, bool):
+            raise ValueError(f"setting {name}: {value!r} is not a number")
+        try:
+            number = float(value) if kind is float else int(str(value).strip())
+        except (TypeError, ValueError):
+            raise ValueError(f"setting {name}: {value!r} is not {'a number' if kind is float else 'a whole number'}") from None
+        return number
+    if kind is Path:
+        return Path(value).expanduser()
+    if typing.get_origin(kind) is tuple:
+        items = value.split(",") if isinstance(value, str) else list(value)
+        return tuple(str(x).strip() for x in items if str(x).strip())
+    if kind is str:
+        return str(value)
+    return value
 
 
 def _coerce(s: Settings) -> Settings:
     """Bring values from TOML/env strings to their field types, and check the ones that can be wrong."""
-    values = {}
-    for name, f in _FIELDS.items():
-        v = getattr(s, name)
-        kind = str(f.type)
-        if v is None or v == "":
-            values[name] = None if "None" in kind else v
-            continue
-        if kind.startswith("Path"):
-            v = Path(v).expanduser()
-        elif kind == "int":
-            v = int(v)
-        elif kind == "float":
-            v = float(v)
-        elif kind.startswith("tuple"):
-            v = tuple(x.strip() for x in v.split(",") if x.strip()) if isinstance(v, str) else tuple(v)
-        elif kind.startswith("int |"):
-            v = int(v)
-        values[name] = v
+    values = {name: _convert(name, getattr(s, name), _TYPES[name]) for name in _FIELDS}
     if values["chroma_port"] is None:
         values["chroma_port"] = 8000
     out = Settings(**values)
-    if not 0.0 <= out.threshold <= 2.0:
+    if out.threshold is not None and not 0.0 <= out.threshold <= 2.0:
         raise ValueError(f"threshold must be a cosine distance between 0 and 2, got {out.threshold}")
     if any(not 0.0 <= t <= 2.0 for t in out.thresholds_by_language.values()):
         raise ValueError(f"language_thresholds must be cosine distances between 0 and 2: {out.language_thresholds!r}")
@@ -130,6 +167,11 @@ def _coerce(s: Settings) -> Settings:
         raise ValueError(f"answer_mode must be one of 'extractive', 'llm', got {out.answer_mode!r}")
     if out.max_chunks < 1 or out.candidates < 1:
         raise ValueError("max_chunks and candidates must be at least 1")
+    if not 0.0 <= out.close_support <= out.min_support <= 1.0 or not 0.0 <= out.calibration_budget < 1.0:
+        raise ValueError("close_support must be at most min_support, both within 0..1, and calibration_budget "
+                         "within 0..1 (exclusive)")
+    if not 0.0 <= out.calibration_floor <= out.calibration_ceiling <= 2.0:
+        raise ValueError("calibration_floor must be at most calibration_ceiling, both cosine distances (0..2)")
     return out
 
 

@@ -155,6 +155,18 @@ class ChunkStore:
                 return out
             offset += page
 
+    def chunk_counts(self, page: int = 20000) -> dict[str, int]:
+        """Chunks per document id in the store (metadata only, as `doc_ids`)."""
+        out: dict[str, int] = {}
+        offset = 0
+        while True:
+            got = self._call(self.collection.get, include=["metadatas"], limit=page, offset=offset)
+            for m in got["metadatas"]:
+                out[m["doc_id"]] = out.get(m["doc_id"], 0) + 1
+            if len(got["ids"]) < page:
+                return out
+            offset += page
+
     def doc_chunk_ids(self, doc_id: str) -> list[str]:
         return self._call(self.collection.get, where={"doc_id": doc_id}, include=[])["ids"]
 

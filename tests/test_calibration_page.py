@@ -1,5 +1,6 @@
-"""The calibration page driven by AppTest: per-language histograms with the threshold drawn on them, the
-sweep table, the button that moves the chat's threshold slider, and questions saved beside the index.
+"""The calibration page driven by AppTest: it works before anyone writes a question (unrelated questions and
+the folder's own sentences), draws the calibrated threshold per language, sweeps, moves the chat's slider
+and puts it back, and saves questions beside the index.
 
 Everything is real: the page loads the real MiniLM model and indexes a small English + Portuguese folder
 written here into a real Chroma store in a temporary folder (RAG_FOLDER / RAG_INDEX_DIR).
@@ -8,12 +9,12 @@ written here into a real Chroma store in a temporary folder (RAG_FOLDER / RAG_IN
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import rag
 from rag.evaluate import Question, load_questions, save_question
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,32 +59,50 @@ def charts(at) -> list[dict]:
     return [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
 
 
-def rule_at(spec: dict) -> float:
-    rule = next(layer for layer in spec["layer"] if (layer["mark"]["type"] if isinstance(layer["mark"], dict)
-                                                      else layer["mark"]) == "rule")
-    return rule["encoding"]["x"]["datum"]
+def engine_of(index_dir):
+    import ui
+
+    settings = rag.load_settings()
+    return ui.open_workspace(ui.engine_key(settings), settings).engine
 
 
-def test_histograms_table_and_suggested_threshold(index_dir):
+def test_page_works_before_anyone_writes_a_question(tmp_path, monkeypatch):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in DOCS.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    monkeypatch.setenv("RAG_FOLDER", str(docs))
+    monkeypatch.setenv("RAG_INDEX_DIR", str(tmp_path / "index"))
+    monkeypatch.setenv("RAG_CONFIG", str(tmp_path / "none.toml"))
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
     assert not at.exception, at.exception
+    engine = engine_of(tmp_path / "index")
+    calibration = engine.calibrated()
+    # How each language's threshold was chosen, in words, with the calibrated value.
+    lines = [m.value.replace("\\", "") for m in at.markdown
+             if m.value.startswith("**English**") or m.value.startswith("**Portuguese**")]
+    assert len(lines) == 2
+    assert f"{calibration.threshold('en'):.3f}" in lines[0] and f"{calibration.threshold('pt'):.3f}" in lines[1]
+    # One chart per language, each with the calibrated and in-use thresholds drawn as rules.
     assert [h.value for h in at.subheader][:2] == ["Language: en", "Language: pt"]
-    specs = charts(at)
-    assert len(specs) == 2
-    assert [rule_at(s) for s in specs] == [0.675, 0.675]  # the settings' threshold, before anyone moves it
-
+    assert len(charts(at)) == 2
+    assert all(any(layer["mark"] == "rule" or (isinstance(layer["mark"], dict) and layer["mark"]["type"] == "rule")
+                   for layer in spec["layer"]) for spec in charts(at))
+    # The sweep runs on the folder's own sentences and the unrelated questions: no questions file needed.
+    assert not (tmp_path / "index" / "questions.jsonl").exists()
     table = at.dataframe[0].value
-    assert {"threshold", "right chunk kept", "bluffs (should refuse)"} <= set(table.columns)
-    assert table["bluffs (should refuse)"].is_monotonic_increasing
-    assert table["right chunk kept"].max() == 3 and table["bluffs (should refuse)"].max() == 2
+    assert {"threshold", "right passage kept", "unrelated answered"} <= set(table.columns)
+    assert table["unrelated answered"].is_monotonic_increasing
+    assert table["right passage kept"].iloc[-1] > 0.5  # the folder's own sentences find themselves
+    assert "0 questions of your own" in at.caption[-1].value
 
-    button = at.button(key="use_suggested")
-    suggested = float(re.search(r"([0-9.]+)$", button.label).group(1))
-    row = table[(table["threshold"] - suggested).abs() < 1e-9].iloc[0]
-    assert row["bluffs (should refuse)"] == 0  # the default budget of 10% of 2 questions allows none
-    button.click().run()
-    assert at.session_state["threshold"] == pytest.approx(suggested)
-    assert [rule_at(s) for s in charts(at)] == [pytest.approx(suggested)] * 2  # the rule moved with it
+    # Pick a threshold for the chat, then go back to the calibrated ones.
+    at.number_input(key="calibration_pick").set_value(0.5).run()
+    at.button(key="use_pick").click().run()
+    assert at.session_state["threshold"] == pytest.approx(0.5) and at.session_state["threshold_explicit"]
+    assert any("0.500" in s.value for s in at.success)
+    at.button(key="use_calibrated").click().run()
+    assert not at.session_state["threshold_explicit"]
 
 
 def test_adding_questions_beside_the_index(index_dir):
@@ -105,4 +124,4 @@ def test_adding_questions_beside_the_index(index_dir):
     saved = load_questions(index_dir / "questions.jsonl")
     assert len(saved) == before + 1
     assert (saved[-1].question, saved[-1].lang, saved[-1].refuse) == ("Quando é recolhido o lixo reciclável?", "pt", False)
-    assert any(f"{before + 1} questions" in m.value for m in at.markdown)
+    assert f"{before + 1} questions of your own" in at.caption[-1].value

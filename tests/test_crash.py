@@ -1,8 +1,12 @@
-"""Crash safety and rebuild: a real indexer process killed with SIGKILL mid-way, then restarted.
+"""Crash safety and rebuild: real indexer processes killed with SIGKILL at named points, then restarted.
 
-Every check runs in a fresh process, as a person restarting the app would: it opens the engine (which
-finishes or undoes what the crash left) and reports what the library, Chroma and the BM25 snapshot hold.
-Runs against the embedded store and against a real `chroma run` server.
+Each step is a fresh process, as a person restarting the app would start one: it reports what the last
+step left (the library's records and Chroma's chunks, read before anything repairs them), opens the engine
+(which finishes or undoes what the crash left) and reports what the library, Chroma and the BM25 snapshot
+hold, then syncs and dies by SIGKILL exactly where the test says. The kill is put in place by wrapping the
+engine's own methods inside that child process (no test hook in the code), and the test checks both that
+the process died by SIGKILL and that the index held what that point means. Runs against the embedded
+store and against a real `chroma run` server.
 """
 
 from __future__ import annotations
@@ -10,23 +14,98 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
-import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-INDEXER = """
-import sys
-from rag import Engine, load_settings
-extra = dict(chroma_host=sys.argv[3], chroma_port=int(sys.argv[4]), collection_prefix=sys.argv[5]) if len(sys.argv) > 3 else {}
-engine = Engine(load_settings(env={}, folder=sys.argv[1], index_dir=sys.argv[2], **extra))
+STEP = r"""
+import json, os, signal, sqlite3, sys
+from collections import Counter
+from pathlib import Path
+
+import rag.engine
+from rag.embed import load_embedder
+from rag.engine import Engine
+from rag.settings import load_settings
+from rag.store import ChunkStore
+
+spec = json.loads(sys.argv[1])
+settings = load_settings(env={}, folder=spec["folder"], index_dir=spec["index"], **spec["store"])
+embedder = load_embedder(settings.model, settings.embed_batch_size, settings.model_languages)
+
+
+def state(engine):
+    records = {r.doc_id: r for r in engine.documents()}
+    answer = engine.ask("Which valve code is in document 17?", threshold=2.0)
+    return {
+        "records": {d: [r.status, r.chunks, r.path] for d, r in records.items()},
+        "store_ids": [c.id for c in engine.store.all_chunks()],
+        "store_docs": Counter(c.doc_id for c in engine.store.all_chunks()),
+        "snapshot_ids": [c.id for c in engine.snapshot.chunks],
+        "snapshot_docs": Counter(c.doc_id for c in engine.snapshot.chunks),
+        "lexical_size": engine.snapshot.lexical.size,
+        "answer_docs": [c.doc_name for c in answer.gated.citations],
+    }
+
+
+found = {}
+db = Path(spec["index"]) / "library.sqlite"
+if db.exists():  # what the last step left, read before start-up repairs anything
+    conn = sqlite3.connect(db)
+    rows = [json.loads(r) for (r,) in conn.execute("SELECT record FROM documents")]
+    conn.close()
+    found["raw_records"] = {r["doc_id"]: [r["status"], r["chunks"], r["path"]] for r in rows}
+    found["raw_store_docs"] = Counter(c.doc_id for c in ChunkStore(settings, embedder.name, embedder.dimension).all_chunks())
+engine = Engine(settings, embedder=embedder)
+found.update(state(engine))
+print("FOUND " + json.dumps(found), flush=True)
+
+
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+kill = spec["kill"]
+if kill and "after" in kill:  # die right after the n-th call of a method returns
+    owner, name, n = {"ChunkStore": ChunkStore, "Engine": Engine}[kill["after"][0]], kill["after"][1], kill["after"][2]
+    real, calls = getattr(owner, name), []
+
+    def after(self, *a, real=real, **kw):
+        result = real(self, *a, **kw)
+        calls.append(1)
+        if len(calls) == n:
+            die()
+        return result
+
+    setattr(owner, name, after)
+if kill and "before_chunk_delete_in" in kill:  # die when that engine method is about to delete chunks
+    inside, method = [], getattr(Engine, kill["before_chunk_delete_in"])
+
+    def wrapped(self, *a, **kw):
+        inside.append(1)
+        try:
+            return method(self, *a, **kw)
+        finally:
+            inside.pop()
+
+    setattr(Engine, kill["before_chunk_delete_in"], wrapped)
+    for name in ("delete_doc", "delete_docs"):
+        def delete(self, *a, real=getattr(ChunkStore, name), **kw):
+            if inside:
+                die()
+            return real(self, *a, **kw)
+
+        setattr(ChunkStore, name, delete)
+rag.engine.EMBED_GROUP = spec["group"]
 report = engine.sync()
-print(json.dumps({"embedded": report.embedded}))
+print("SYNCED " + json.dumps({"indexed": sorted(o.path for o in report.outcomes if o.status == "indexed"),
+                              "embedded": report.embedded}), flush=True)
+print("FOUND " + json.dumps(state(engine)), flush=True)
 """
 
 CHECKER = """
@@ -54,15 +133,20 @@ print(json.dumps({
 }))
 """
 
-N_DOCS = 200
+N_DOCS = 60  # 80 chunks: with GROUP, five write groups of 12 documents (16 chunks) and a rest
+GROUP = 16  # chunks per write group in the crash test's indexers (rag.engine.EMBED_GROUP, set in the child)
+
+
+def doc_text(i: int) -> str:
+    body = "\n\n".join(f"Paragraph {p} of document {i}: valve code V-{i:03d}-{p} controls pump {i % 7}. " * 3
+                       for p in range(1 + i % 3))
+    return f"# Document {i}\n\n## Part\n\n{body}\n"
 
 
 def write_folder(folder: Path) -> None:
     folder.mkdir(parents=True)
     for i in range(N_DOCS):
-        body = "\n\n".join(f"Paragraph {p} of document {i}: valve code V-{i:03d}-{p} controls pump {i % 7}. " * 3
-                           for p in range(1 + i % 3))
-        (folder / f"doc-{i:03d}.md").write_text(f"# Document {i}\n\n## Part\n\n{body}\n", encoding="utf-8")
+        (folder / f"doc-{i:03d}.md").write_text(doc_text(i), encoding="utf-8")
 
 
 def run(script: str, *args: str, timeout: int = 600) -> dict:
@@ -72,30 +156,36 @@ def run(script: str, *args: str, timeout: int = 600) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def count_status(db: Path, status: str) -> int:
-    if not db.exists():
-        return 0
-    try:
-        with sqlite3.connect(db, timeout=1) as conn:
-            rows = conn.execute("SELECT record FROM documents").fetchall()
-    except sqlite3.Error:
-        return 0
-    return sum(1 for (r,) in rows if json.loads(r)["status"] == status)
+def step(folder: Path, index: Path, store: dict, kill: dict | None) -> tuple[int, list[dict], dict | None]:
+    """One indexer process (STEP): (its return code, what it found: [before its sync, after it], its sync)."""
+    spec = {"folder": str(folder), "index": str(index), "store": store, "kill": kill, "group": GROUP}
+    out = subprocess.run([sys.executable, "-c", STEP, json.dumps(spec)], capture_output=True, text=True,
+                         timeout=600, cwd=ROOT)
+    lines = out.stdout.splitlines()
+    found = [json.loads(x.split(" ", 1)[1]) for x in lines if x.startswith("FOUND ")]
+    synced = [json.loads(x.split(" ", 1)[1]) for x in lines if x.startswith("SYNCED ")]
+    assert found, out.stderr[-3000:]
+    return out.returncode, found, synced[0] if synced else None
 
 
-def kill_when(args: list[str], db: Path, indexed_at_least: int, pending: bool = False) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", "import json\n" + INDEXER, *args], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 600
-    try:
-        while proc.poll() is None and time.time() < deadline:
-            if pending and count_status(db, "pending") > 0 or not pending and count_status(db, "indexed") >= indexed_at_least:
-                break
-            time.sleep(0.005)
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+def write_groups(chunks: dict[str, int], todo: list[str]) -> list[list[str]]:
+    """The write groups `Engine._index` makes of these files, in order: a group closes at GROUP chunks."""
+    groups, current, n = [], [], 0
+    for path in todo:
+        current.append(path)
+        n += chunks[path]
+        if n >= GROUP:
+            groups.append(current)
+            current, n = [], 0
+    return groups + ([current] if current else [])
+
+
+def statuses(records: dict) -> dict[str, set[str]]:
+    """{status: {paths}} of a records dict as the steps report it."""
+    out: dict[str, set[str]] = {}
+    for status, _, path in records.values():
+        out.setdefault(status, set()).add(path)
+    return out
 
 
 def assert_consistent(state: dict, complete: bool) -> None:
@@ -113,7 +203,7 @@ def assert_consistent(state: dict, complete: bool) -> None:
         if status == "indexed":
             assert state["store_docs"].get(doc_id) == chunks and state["snapshot_docs"].get(doc_id) == chunks
         else:
-            assert status == "pending" and doc_id not in state["store_docs"], (path, status)
+            assert status in ("pending", "failed") and doc_id not in state["store_docs"], (path, status)
     if complete:
         assert len(records) == N_DOCS and all(r[0] == "indexed" for r in records.values())
         assert "doc-017.md" in state["answer_docs"]
@@ -131,23 +221,62 @@ def store_args(request):
 
 @pytest.mark.slow
 def test_sigkill_mid_indexing_at_several_points_loses_nothing(tmp_path, store_args):
-    folder, index = tmp_path / "docs", tmp_path / "index"
-    write_folder(folder)
-    args = [str(folder), str(index), *store_args]
-    db = index / "library.sqlite"
-    # 1: killed while the first document is half written; 2 and 3: further along, after restarts.
-    kill_when(args, db, 0, pending=True)
-    assert_consistent(run(CHECKER, *args), complete=False)
-    for at_least in (40, 120):
-        kill_when(args, db, at_least)
-        assert_consistent(run(CHECKER, *args), complete=False)
-    final = run(CHECKER, *args, "--sync")
-    assert_consistent(final, complete=True)
-    # Deterministic chunk ids: the chunks are exactly those of one clean pass.
     from rag.chunk import chunk_document
     from rag.engine import doc_id_for
     from rag.extract import extract
 
+    folder, index = tmp_path / "docs", tmp_path / "index"
+    write_folder(folder)
+    store = dict(zip(("chroma_host", "chroma_port", "collection_prefix"), store_args))
+    if store:
+        store["chroma_port"] = int(store["chroma_port"])
+    chunks = {p.name: len(chunk_document(extract(p, p.name), doc_id_for(p.name))) for p in sorted(folder.iterdir())}
+    groups = write_groups(chunks, sorted(chunks))
+    assert len(groups) >= 4 and len(set(chunks.values())) > 1  # several groups, documents of several sizes
+    doc = {path: doc_id_for(path) for path in chunks}
+
+    # Each step first reports what the step before it left (`left`), then dies where its comment says.
+    # 1. Inside the first write group: after its one store write, before its records say indexed.
+    rc, found, _ = step(folder, index, store, {"after": ["ChunkStore", "add", 1]})
+    assert rc == -signal.SIGKILL and "raw_records" not in found[0]  # nothing there before it
+    # 2. After exactly two write groups are committed.
+    rc, found, _ = step(folder, index, store, {"after": ["Engine", "_write_group", 2]})
+    assert rc == -signal.SIGKILL
+    left = found[0]  # step 1's kill: 0 committed, the first group pending
+    assert statuses(left["raw_records"]) == {"pending": set(groups[0])}
+    assert left["raw_store_docs"] == {doc[p]: chunks[p] for p in groups[0]}  # its store write had finished
+    assert_consistent(left, complete=False)  # start-up undid it
+    assert not left["store_ids"]
+    # 3. In _forget (doc-000.md deleted from the folder), between its record update and its chunk delete.
+    committed = set(groups[0] + groups[1])
+    (folder / "doc-000.md").unlink()
+    rc, found, _ = step(folder, index, store, {"before_chunk_delete_in": "_forget"})
+    assert rc == -signal.SIGKILL
+    left = found[0]  # step 2's kill: exactly the two groups committed, nothing else
+    assert statuses(left["raw_records"]) == {"indexed": committed}
+    assert_consistent(left, complete=False)
+    # 4. In _write_failed (doc-001.md emptied: it fails), between its record update and its chunk delete.
+    (folder / "doc-001.md").write_bytes(b"")
+    rc, found, _ = step(folder, index, store, {"before_chunk_delete_in": "_write_failed"})
+    assert rc == -signal.SIGKILL
+    left = found[0]  # step 3's kill: doc-000's record is gone...
+    assert statuses(left["raw_records"]) == {"indexed": committed - {"doc-000.md"}}
+    assert left["raw_store_docs"][doc["doc-000.md"]] == chunks["doc-000.md"]  # ...its chunks were not yet
+    assert_consistent(left, complete=False)  # start-up deleted them
+    # 5. Both files back; a sync that runs to the end indexes each document not yet committed, once.
+    for name in ("doc-000.md", "doc-001.md"):
+        (folder / name).write_text(doc_text(int(name[4:7])), encoding="utf-8")
+    rc, found, synced = step(folder, index, store, None)
+    assert rc == 0
+    left, final = found  # step 4's kill: doc-001 recorded failed, its chunks not yet deleted
+    assert statuses(left["raw_records"]) == {"indexed": committed - {"doc-000.md", "doc-001.md"},
+                                             "failed": {"doc-001.md"}}
+    assert left["raw_store_docs"][doc["doc-001.md"]] == chunks["doc-001.md"]
+    assert_consistent(left, complete=False)
+    again = set(chunks) - committed | {"doc-000.md", "doc-001.md"}
+    assert set(synced["indexed"]) == again and synced["embedded"] == sum(chunks[p] for p in again)
+    assert_consistent(final, complete=True)
+    # Deterministic chunk ids: the chunks are exactly those of one clean pass.
     expected = [c.id for p in sorted(folder.iterdir())
                 for c in chunk_document(extract(p, p.name), doc_id_for(p.name))]
     assert sorted(final["store_ids"]) == sorted(expected)
@@ -161,6 +290,7 @@ def test_rebuild_from_the_folder_restores_ids_statuses_and_answers(tmp_path):
     env = dict(os.environ, RAG_FOLDER=str(folder), RAG_INDEX_DIR=str(index))
     rag = [sys.executable, "-m", "rag.cli"]
     subprocess.run(rag + ["index"], env=env, check=True, capture_output=True, cwd=ROOT, timeout=600)
+    assert (index / "RAG_INDEX").is_file()  # what lets --rebuild delete it
     before = run(CHECKER, str(folder), str(index))
     ask = subprocess.run(rag + ["ask", "Which valve code is in document 17?", "--json"], env=env, check=True,
                          capture_output=True, text=True, cwd=ROOT, timeout=300)

@@ -263,6 +263,31 @@ def test_pending_work_from_a_crash_is_undone_at_start(store_engine, tmp_path):
     assert engine2.documents()[0].status == "indexed"
 
 
+def test_record_claiming_chunks_it_lacks_is_repaired_at_start_and_reindexed(store_engine, tmp_path):
+    folder = tmp_path / "docs"
+    write(folder, "a.md", ERR_DOC)
+    write(folder, "b.md", "# B\n\n## Tides\n\nThe tide tables are printed every Monday.\n")
+    engine = store_engine(folder, index_dir=tmp_path / "idx")
+    engine.sync()
+    a = engine.library.get(rag.engine.doc_id_for("a.md"))
+    ids = engine.store.doc_chunk_ids(a.doc_id)
+    assert a.status == "indexed" and a.chunks == len(ids) >= 2
+    # As if a process died between deleting chunks and updating the record: the record says indexed
+    # and claims all its chunks; the store holds only some of them.
+    engine.store.collection.delete(ids=ids[:1])
+    engine.close()
+    engine2 = store_engine(folder, index_dir=tmp_path / "idx")
+    rec = engine2.library.get(a.doc_id)
+    assert rec.status == "pending" and rec.content_hash == ""  # repaired at start-up...
+    assert engine2.store.doc_chunk_ids(a.doc_id) == []  # ...its remaining chunks gone: no half document
+    assert {c.doc_id for c in engine2.snapshot.chunks} == {rag.engine.doc_id_for("b.md")}
+    report = engine2.sync()
+    assert sorted((o.path, o.status) for o in report.outcomes) == [("a.md", "indexed"), ("b.md", "unchanged")]
+    rec = engine2.library.get(a.doc_id)
+    assert rec.status == "indexed" and rec.chunks == a.chunks == len(engine2.store.doc_chunk_ids(a.doc_id))
+    assert engine2.search("ERR-4017").candidates[0].doc_name == "a.md"
+
+
 def test_upload_names_are_safe_and_conflicts_ask(make_engine, tmp_path):
     engine = make_engine(tmp_path / "docs")
     assert engine.save_upload("../../evil.md", b"# Evil\n\nText.\n") == "evil.md"
@@ -372,7 +397,8 @@ def test_per_language_threshold_applies_to_questions_in_that_language(make_engin
     # A Portuguese threshold under the closest Portuguese distance refuses; English questions keep the default.
     strict = pt_turn.gated.closest.distance - 0.01
     split = make_engine(folder, index_dir=tmp_path / "a", language_thresholds=f"pt={strict:.3f}")
-    assert split.threshold_for(pt_q) == pytest.approx(strict, abs=1e-3) and split.threshold_for(en_q) == 0.675
+    assert split.threshold_for(pt_q) == pytest.approx(strict, abs=1e-3)
+    assert split.threshold_for(en_q) == plain.calibrated().threshold("en")  # English keeps its calibrated value
     refused = split.ask(pt_q)
     assert refused.answer.refused and f"{strict:.3f}" in refused.answer.text
     assert not split.ask(en_q).answer.refused
@@ -391,6 +417,7 @@ def test_embed_cached_gives_the_same_vectors_and_skips_the_model_on_a_repeat(emb
     again = embedder.embed_cached(texts + ["A new sentence."])
     assert calls == [["A new sentence."]]  # only the text it had not seen
     assert np.allclose(again[:3], direct, atol=1e-6)
+    assert embedder.embed_cached([]).shape == (0, embedder.dimension)
 
 
 def test_resync_reads_only_files_whose_size_or_time_changed(make_engine, tmp_path, monkeypatch):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -110,6 +111,108 @@ def test_one_writer_at_a_time_across_processes_and_a_reader_in_another(store_eng
     out, err = writer.communicate(timeout=300)
     assert writer.returncode == 0, err[-2000:]
     assert "indexed   new.md" in out
+
+
+def test_library_reads_do_not_wait_for_a_writer(tmp_path):
+    from rag.library import DocRecord, Library
+
+    lib = Library(tmp_path / "library.sqlite")
+    lib.put(DocRecord(doc_id="a", path="a.md", kind="md", status="indexed", chunks=2))
+    writer = sqlite3.connect(tmp_path / "library.sqlite", isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # another process in the middle of a write transaction
+    writer.execute("UPDATE documents SET record = replace(record, '\"indexed\"', '\"pending\"')")
+    seen: list[object] = []
+    try:
+        reader = threading.Thread(target=lambda: seen.extend([lib.all(), lib.get("a")]), daemon=True)
+        reader.start()
+        reader.join(timeout=3)
+        assert not reader.is_alive(), "Library reads waited for another connection's write lock"
+        # They see the last commit, not the writer's uncommitted change.
+        assert [r.status for r in seen[0]] == ["indexed"] and seen[1].status == "indexed"
+    finally:
+        writer.execute("COMMIT")
+        writer.close()
+    assert lib.get("a").status == "pending" and [r.status for r in lib.all()] == ["pending"]
+    lib.put(DocRecord(doc_id="b", path="b.md", kind="md", status="failed", reason="empty"))  # writes still work
+    assert [r.path for r in lib.all()] == ["a.md", "b.md"]
+    lib.close()
+
+
+def test_embed_cached_from_several_threads_gives_the_sequential_vectors(embedder):
+    import random
+
+    import numpy as np
+
+    # A fresh cache (and model lock) over the session's model: other tests' entries play no part.
+    fresh = rag.embed.Embedder(name=embedder.name, path=embedder.path, dimension=embedder.dimension,
+                               max_tokens=embedder.max_tokens, languages=embedder.languages,
+                               batch_size=embedder.batch_size, _model=embedder._model)
+    pool = [f"Inspection {i} found the relief valve R-{i:03d} stuck in position {i % 4}." for i in range(24)]
+    expected = {t: fresh.embed_cached([t])[0] for t in pool}  # one at a time, sequentially
+    fresh._cache.clear()
+    errors: list[BaseException] = []
+    mismatches: list[str] = []
+
+    def worker(seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            for _ in range(15):
+                texts = rng.sample(pool, rng.randint(2, 6)) + [rng.choice(pool)]  # a repeat inside one call too
+                got = fresh.embed_cached(texts, limit=6)  # a small cache: threads evict each other's entries
+                assert got.shape == (len(texts), fresh.dimension)
+                mismatches.extend(t for t, v in zip(texts, got) if not np.allclose(v, expected[t], atol=1e-5))
+        except BaseException as exc:  # noqa: BLE001 - collected and re-raised in the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not errors, errors[0]
+    assert not mismatches, mismatches[:3]
+    assert len(fresh._cache) <= 6
+
+
+# --- rebuild only what is an index ------------------------------------------------------------------
+
+def test_rebuild_refuses_a_folder_that_is_not_an_index_and_deletes_nothing(make_engine, tmp_path, capsys):
+    from rag.cli import main
+    from rag.library import INDEX_MARKER, is_index_dir
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text(doc_text(1))
+    notes = tmp_path / "notes"  # someone's folder, named by mistake as the index folder
+    (notes / "sub").mkdir(parents=True)
+    (notes / "diary.txt").write_text("Dear diary")
+    (notes / "sub" / "plan.md").write_text("# Plan")
+
+    def tree(p: Path) -> list[str]:
+        return sorted(str(x.relative_to(p)) for x in p.rglob("*"))
+
+    before = tree(notes)
+    config = str(tmp_path / "none.toml")
+    code = main(["--config", config, "--folder", str(docs), "--index-dir", str(notes), "index", "--rebuild"])
+    err = capsys.readouterr().err
+    assert code == 2 and str(notes) in err and "nothing was deleted" in err
+    assert tree(notes) == before  # nothing deleted, nothing created
+    # An engine once opened on that folder writes its library there, but no marker: still not deletable.
+    make_engine(docs, index_dir=notes).close()
+    assert (notes / "library.sqlite").is_file() and not (notes / INDEX_MARKER).exists()
+    assert main(["--config", config, "--folder", str(docs), "--index-dir", str(notes), "index", "--rebuild"]) == 2
+    assert (notes / "diary.txt").read_text() == "Dear diary" and (notes / "sub" / "plan.md").is_file()
+    # A real index: marked when made; one from before the marker (library.sqlite and the index's own
+    # files only) counts too, and is marked when next opened.
+    engine = make_engine(docs, index_dir=tmp_path / "idx")
+    engine.sync()
+    engine.close()
+    assert (tmp_path / "idx" / INDEX_MARKER).is_file() and is_index_dir(tmp_path / "idx")
+    (tmp_path / "idx" / INDEX_MARKER).unlink()
+    assert is_index_dir(tmp_path / "idx")
+    make_engine(docs, index_dir=tmp_path / "idx").close()
+    assert (tmp_path / "idx" / INDEX_MARKER).is_file()
+    assert not is_index_dir(tmp_path / "nowhere") and not is_index_dir(notes / "diary.txt")
 
 
 # --- bad input, fuzzed ----------------------------------------------------------------------------

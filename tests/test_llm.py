@@ -368,8 +368,8 @@ def test_followup_rewrite_falls_back_to_joining_when_the_server_is_down(embedder
     engine = Engine(settings, embedder=embedder)
     try:
         engine.sync()
-        turn = engine.ask("And where are they kept?", history=["When do backups run?"])
-        assert turn.result.query == "When do backups run? And where are they kept?"
+        turn = engine.ask("And where are they stored?", history=["When do backups run?"])
+        assert turn.result.query == "When do backups run? And where are they stored?"
         assert turn.answer.standalone_question == turn.result.query
         assert turn.answer.mode == "extractive" and turn.answer.note.startswith(f"could not reach the LLM server at {url}")
         assert "[1]" in turn.answer.text

@@ -1,0 +1,124 @@
+"""Refusals at default settings: bluffs and answers by language and kind of question, on public data.
+
+For each folder (the SQuAD 2.0 folder in English and in Portuguese from ../shared/eval/squad2, and the
+sample folder data/ with bench/sample_needles.jsonl) this indexes the folder with the default settings,
+lets the engine calibrate itself (no question written by a person), asks every question once as the
+engine would (`Engine.threshold_choice`: each question at its language's calibrated threshold, with the
+support test) and counts, by language and kind:
+
+- bluffs: should-refuse questions (off-folder, near-miss, the sample's own) that still got an answer;
+- right kept: answerable questions whose right passage hybrid search ranks in its top 4, and that the
+  gate keeps (a kept passage holds the needle sentence);
+- follow-ups: the sample's should-refuse questions asked as a second turn after an answerable one
+  (searched with it, as the chat does), against the same questions asked alone.
+
+SQuAD questions are split in two halves by a hash of their id: `dev` (where min_support and
+close_support were chosen) and `test` (reported). Rates carry Wilson 95% intervals.
+
+    .venv/bin/python bench/refusals.py [--squad ../shared/eval/squad2] [--out bench/out] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+import rag  # noqa: E402
+from rag import gate, load_settings  # noqa: E402
+from rag.evaluate import contains, fmt_rate, load_questions, rate  # noqa: E402
+
+
+def half(qid: str) -> str:
+    return "dev" if int(hashlib.md5(qid.encode()).hexdigest(), 16) % 2 == 0 else "test"
+
+
+def run_folder(name: str, folder: Path, questions_path: Path, out: Path, embedder) -> dict:
+    raw = [json.loads(line) for line in questions_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    questions = load_questions(questions_path)
+    settings = load_settings(config=out / "none.toml", env={}, folder=folder, index_dir=out / f"idx-{name}")
+    engine = rag.Engine(settings, embedder=embedder)
+    t0 = time.perf_counter()
+    engine.sync()
+    calibration = engine.calibrated()
+    rows = []
+    for q, d in zip(questions, raw):
+        result = engine.search(q.question)
+        choice = engine.threshold_choice(q.question, lang=q.lang or None)
+        kept = gate(result, choice.value, settings.max_chunks, choice.rule).kept
+        kind = q.kind or ("should-refuse" if q.refuse else "answerable")
+        top4 = (not q.refuse) and any(c.fused_rank <= 4 and contains(c.content, q.needle) for c in result.candidates)
+        rows.append({"lang": q.lang, "kind": kind, "split": half(d["id"]) if d.get("id") else "all",
+                     "answered": bool(kept), "top4": top4,
+                     "right": (not q.refuse) and any(contains(c.content, q.needle) for c in kept)})
+    followups = []
+    if name == "sample":
+        answerable = [q for q in questions if q.answerable]
+        for i, q in enumerate(x for x in questions if x.refuse):
+            first = next(a for a in answerable[i % len(answerable):] + answerable if a.lang == q.lang)
+            history = [engine.search(first.question).query]
+            alone = bool(engine.ask(q.question).gated.kept)
+            second = engine.ask(q.question, history=history)
+            followups.append({"lang": q.lang, "alone": alone, "second": bool(second.gated.kept),
+                              "searched_as": second.result.query})
+    engine.close()
+    return {"name": name, "rows": rows, "followups": followups, "seconds": time.perf_counter() - t0,
+            "calibration": {k: v.describe() for k, v in calibration.languages.items()},
+            "thresholds": {k: v.threshold for k, v in calibration.languages.items()},
+            "close": {k: v.close for k, v in calibration.languages.items()}}
+
+
+def summarise(run: dict) -> list[dict]:
+    out = []
+    rows = run["rows"]
+    for split in sorted({r["split"] for r in rows}):
+        for lang in sorted({r["lang"] for r in rows}):
+            mine = [r for r in rows if r["split"] == split and r["lang"] == lang]
+            top4 = [r for r in mine if r["kind"] == "answerable" and r["top4"]]
+            out.append({"set": run["name"], "split": split, "lang": lang, "what": "right kept (of top-4 answerable)",
+                        **rate(sum(r["right"] for r in top4), len(top4))})
+            for kind in sorted({r["kind"] for r in mine} - {"answerable"}):
+                ref = [r for r in mine if r["kind"] == kind]
+                out.append({"set": run["name"], "split": split, "lang": lang, "what": f"bluffs ({kind})",
+                            **rate(sum(r["answered"] for r in ref), len(ref))})
+    for lang in sorted({f["lang"] for f in run["followups"]}):
+        fs = [f for f in run["followups"] if f["lang"] == lang]
+        out.append({"set": run["name"], "split": "all", "lang": lang, "what": "bluffs asked alone",
+                    **rate(sum(f["alone"] for f in fs), len(fs))})
+        out.append({"set": run["name"], "split": "all", "lang": lang, "what": "bluffs as a second turn",
+                    **rate(sum(f["second"] for f in fs), len(fs))})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--squad", default=str(ROOT.parent / "shared" / "eval" / "squad2"))
+    p.add_argument("--out", default=str(ROOT / "bench" / "out"))
+    p.add_argument("--json", help="write every row and summary here")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    embedder = rag.load_embedder()
+    squad = Path(args.squad)
+    runs = [run_folder(f"squad-{lang}", squad / lang / "docs", squad / lang / "questions.jsonl", out, embedder)
+            for lang in ("en", "pt") if (squad / lang).is_dir()]
+    runs.append(run_folder("sample", ROOT / "data", ROOT / "bench" / "sample_needles.jsonl", out, embedder))
+    summary = [s for r in runs for s in summarise(r)]
+    for r in runs:
+        print(f"{r['name']}: " + "; ".join(r["calibration"].values()))
+    print(f"\n{'set':<9} {'split':<5} {'lang':<4} {'what':<36} rate [95% CI] (k/n)")
+    for s in summary:
+        print(f"{s['set']:<9} {s['split']:<5} {s['lang']:<4} {s['what']:<36} {fmt_rate(s)} ({s['k']}/{s['n']})")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"runs": runs, "summary": summary}, ensure_ascii=False, indent=1),
+                                   encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+"""Calibration: the threshold this folder needs, measured on questions it should refuse.
+
+MiniLM's cosine distances depend on the language as much as on the topic: unrelated Portuguese
+questions sit closer to Portuguese notes than related English questions sit to English ones. So the
+default threshold is not a constant: for each question language, it is the distance at which at most
+`budget` (default 5%) of a fixed set of unrelated questions would get an answer through the gate's full
+evidence test (distance and support). The same questions set the support test's `close` distance: just
+under the nearest any of them comes to the folder. A passage that close may answer in its own words (it
+needs less of the question's words); further out it must use the question's. The sets ship with the package (`rag/questions/unrelated_*.tsv`:
+260 questions each in English and Portuguese over 26 everyday topics, written for this project).
+
+Robust to a folder about one of those topics: a topic whose questions the folder clearly answers (at
+least 70% of them would pass at the threshold computed without that topic) is the folder's subject,
+not an unrelated one, so it is left out and named (`LanguageCalibration.excluded_topics`). A folder of
+recipes keeps answering recipe questions.
+
+The threshold stays within [floor, ceiling]: under the floor even near-copies of the folder's own
+sentences would be refused; over the ceiling passages that merely share the question's words pass.
+
+What it does not do: search (it is given a search function), or decide which threshold a question gets
+(the engine does: a person's setting first, then the calibration, then the default).
+
+>>> choose_threshold([0.2, 0.5, 0.6, 0.7, float("inf")], ["a", "b", "b", "c", "c"], budget=0.2, floor=0.1, ceiling=0.9)
+(0.499, 1, (), '')
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import hashlib
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from rag.gate import SupportRule
+from rag.search import SearchResult
+
+QUESTIONS_DIR = Path(__file__).resolve().parent / "questions"
+LANGUAGES = ("en", "pt")
+LANGUAGE_NAMES = {"en": "English", "pt": "Portuguese"}
+SUBJECT_SHARE = 0.7  # a topic passing this often at the others' threshold is what the folder is about (7 of 10)
+MIN_TOPIC = 4  # topics with fewer questions are never left out
+
+
+def unrelated_questions(lang: str) -> list[tuple[str, str]]:
+    """(topic, question) pairs of the shipped unrelated set for a language."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"no unrelated questions for {lang!r}; choose one of {', '.join(LANGUAGES)}")
+    return list(_read_questions(lang))
+
+
+# The sets ship with the package and do not change while it runs: read each file once per process.
+@functools.lru_cache(maxsize=None)
+def _read_questions(lang: str) -> tuple[tuple[str, str], ...]:
+    with (QUESTIONS_DIR / f"unrelated_{lang}.tsv").open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.reader(fh, delimiter="\t"))
+    return tuple((t, q) for t, q in rows[1:] if q.strip())
+
+
+@functools.lru_cache(maxsize=None)
+def questions_digest() -> str:
+    """Identifies the shipped question sets: a change to them recalibrates."""
+    h = hashlib.sha1()
+    for lang in LANGUAGES:
+        h.update((QUESTIONS_DIR / f"unrelated_{lang}.tsv").read_bytes())
+    return h.hexdigest()[:16]
+
+
+def evidence_distance(result: SearchResult, rule: SupportRule) -> float:
+    """The smallest threshold at which this question gets an answer: the cosine distance of the nearest
+    candidate that passes the support test (infinity when none does, at any threshold)."""
+    return min((c.distance for c in result.candidates if rule.passes(c)), default=math.inf)
+
+
+def _just_under(x: float) -> float:
+    return math.floor((x - 1e-6) * 1000) / 1000
+
+
+def choose_threshold(values: Sequence[float], topics: Sequence[str], budget: float, floor: float,
+                     ceiling: float, exclude: Sequence[str] | None = None) -> tuple[float, int, tuple[str, ...], str]:
+    """(threshold, how many questions pass at it, topics left out, "floor"/"ceiling"/"" when clamped).
+
+    The threshold is just under the distance of the (k+1)-th nearest unrelated question, k = budget x n,
+    rounded down to 0.001; topics the folder answers are left out first (see the module's docstring), or
+    the topics in `exclude` when given.
+    """
+    values = np.asarray(values, dtype=float)
+    topics = np.asarray(topics, dtype=object)
+
+    def quantile(mask: np.ndarray) -> float:
+        v = np.sort(values[mask])
+        if not v.size:
+            return ceiling
+        k = int(math.floor(budget * v.size + 1e-9))
+        return ceiling if k >= v.size or not math.isfinite(v[k]) else _just_under(v[k])
+
+    keep = np.ones(values.size, dtype=bool)
+    excluded = list(exclude or ())
+    for topic in excluded:
+        keep &= topics != topic
+    for topic in sorted(set(topics.tolist())) if exclude is None else ():
+        mine = topics == topic
+        if mine.sum() < MIN_TOPIC:
+            continue
+        others = quantile(~mine & keep)
+        if (values[mine] <= others).mean() >= SUBJECT_SHARE:
+            excluded.append(topic)
+            keep &= ~mine
+    t = quantile(keep)
+    bound = "floor" if t < floor else "ceiling" if t > ceiling else ""
+    t = min(max(t, floor), ceiling)
+    return t, int((values[keep] <= t).sum()), tuple(excluded), bound
+
+
+@dataclass(frozen=True)
+class LanguageCalibration:
+    lang: str
+    threshold: float
+    close: float  # the support test's close distance: just under the nearest unrelated question
+    budget: float
+    questions: int  # unrelated questions measured (after leaving out the folder's own topics)
+    passing: int  # of them, how many get an answer at `threshold`
+    excluded_topics: tuple[str, ...] = ()
+    bound: str = ""  # "floor" or "ceiling" when the measured value was outside them
+
+    def describe(self) -> str:
+        """One line for the screen: what the calibrated value means."""
+        name = LANGUAGE_NAMES.get(self.lang, self.lang)
+        share = self.passing / self.questions if self.questions else 0.0
+        out = (f"calibrated for {name}: {self.threshold:.3f}, where {share:.0%} of {self.questions} unrelated "
+               f"questions would pass (budget {self.budget:.0%})")
+        if self.bound:
+            out += f"; held at the {self.bound}"
+        if self.excluded_topics:
+            out += f"; left out as this folder's own subject: {', '.join(self.excluded_topics)}"
+        return out
+
+
+@dataclass
+class Calibration:
+    fingerprint: str
+    min_support: float
+    languages: dict[str, LanguageCalibration]
+    points: list[dict] = field(default_factory=list)  # per unrelated question: lang, topic, question, evidence
+    computed_at: float = 0.0
+    seconds: float = 0.0
+
+    def rule(self, lang: str, min_support: float, close_support: float) -> SupportRule:
+        """The support test for a question language (an unclear one: the smallest close distance)."""
+        closes = [c.close for c in self.languages.values()]
+        close = self.languages[lang].close if lang in self.languages else min(closes, default=-1.0)
+        return SupportRule(min_support, close, close_support)
+
+    def threshold(self, lang: str) -> float | None:
+        """The calibrated threshold for a question language; for an unclear one the strictest of all."""
+        if lang in self.languages:
+            return self.languages[lang].threshold
+        values = [c.threshold for c in self.languages.values()]
+        return min(values) if values else None
+
+    def describe(self, lang: str) -> str:
+        if lang in self.languages:
+            return self.languages[lang].describe()
+        if not self.languages:
+            return "not calibrated: nothing is indexed"
+        strict = min(self.languages.values(), key=lambda c: c.threshold)
+        return f"language unclear, so the strictest calibrated value: {strict.describe()}"
+
+    def to_json(self) -> dict:
+        return {"fingerprint": self.fingerprint, "min_support": self.min_support, "computed_at": self.computed_at,
+                "seconds": self.seconds, "languages": {k: asdict(v) for k, v in self.languages.items()},
+                "points": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in p.items()}
+                           for p in self.points]}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Calibration":
+        langs = {k: LanguageCalibration(**{**v, "excluded_topics": tuple(v.get("excluded_topics", ()))})
+                 for k, v in d["languages"].items()}
+        points = [{k: (math.inf if v is None and k in ("evidence", "nearest") else v) for k, v in p.items()}
+                  for p in d.get("points", [])]
+        return cls(d["fingerprint"], d["min_support"], langs, points, d.get("computed_at", 0.0), d.get("seconds", 0.0))
+
+    def save(self, path: Path) -> None:
+        tmp = path.with_name(path.name + ".part")
+        tmp.write_text(json.dumps(self.to_json(), ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)  # never a half-written calibration
+
+    @classmethod
+    def load(cls, path: Path) -> "Calibration | None":
+        try:
+            return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # missing or unreadable: computed again
+
+
+Search = Callable[[str, np.ndarray], SearchResult]  # (question, its vector) -> the engine's hybrid search
+
+
+def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: str, min_support: float,
+              close_support: float, budget: float, floor: float, ceiling: float) -> Calibration:
+    """Search every unrelated question of every language once and choose each language's threshold and
+    close distance. `vectors[lang]` holds the embeddings of `unrelated_questions(lang)`, in order.
+
+    Three steps per language: the folder's own topics are found with the plain support test; the close
+    distance is set just under the nearest that any remaining question comes; the threshold is chosen on
+    the remaining questions with the full test (close distance included)."""
+    t0 = time.perf_counter()
+    languages, points = {}, []
+    for lang in LANGUAGES:
+        qs = unrelated_questions(lang)
+        topics = [t for t, _ in qs]
+        results = [search(q, v) for (_, q), v in zip(qs, vectors[lang])]
+        plain = SupportRule(min_support)
+        _, _, excluded, _ = choose_threshold([evidence_distance(r, plain) for r in results], topics, budget,
+                                             floor, ceiling)
+        nearest = [min((c.distance for c in r.candidates), default=math.inf) for r in results]
+        close = _just_under(min((d for d, t in zip(nearest, topics) if t not in excluded), default=0.0))
+        rule = SupportRule(min_support, close, close_support)
+        values = [evidence_distance(r, rule) for r in results]
+        t, passing, _, bound = choose_threshold(values, topics, budget, floor, ceiling, exclude=excluded)
+        measured = sum(1 for topic in topics if topic not in excluded)
+        languages[lang] = LanguageCalibration(lang, t, close, budget, measured, passing, excluded, bound)
+        points += [{"lang": lang, "topic": topic, "question": q, "evidence": v, "nearest": n}
+                   for (topic, q), v, n in zip(qs, values, nearest)]
+    return Calibration(fingerprint, min_support, languages, points, time.time(), time.perf_counter() - t0)
+
+
+def folder_sentences(chunks: Sequence, n: int = 40, min_words: int = 6) -> list[tuple[str, str]]:
+    """(language, sentence) pairs: up to `n` sentences of the folder's own chunks, spread evenly over them
+    (the first sentence of at least `min_words` words in each chosen chunk). Asked as questions, they show
+    where answers in the folder's own words fall, next to the unrelated questions, with no question
+    written by a person. `chunks`: the snapshot's StoredChunk list."""
+    from rag.chunk import sentences
+
+    if not chunks:
+        return []
+    step = max(1, len(chunks) // n)
+    out: list[tuple[str, str]] = []
+    for c in list(chunks)[::step]:
+        for s, e in sentences(c.content):
+            text = " ".join(c.content[s:e].split())
+            if len(text.split()) >= min_words:
+                out.append((c.meta.get("lang", "") or "", text))
+                break
+        if len(out) == n:
+            break
+    return out

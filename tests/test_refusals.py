@@ -1,0 +1,229 @@
+"""Refusals people can trust: the support test, the calibrated threshold, and which test a refusal failed.
+
+Real parts throughout: the real MiniLM model, real Chroma stores on disk, the sample folder and folders
+written here (recipes, notes). Unit tests of the gate and the calibration's arithmetic use hand-built
+candidates, since what they check is the rule itself.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+import rag
+from rag import SUPPORT, DISTANCE, EMPTY, SupportRule, gate
+from rag.calibration import choose_threshold, unrelated_questions
+from rag.cli import main as cli
+from rag.lexical import LexicalIndex, question_terms
+from rag.search import Candidate, SearchResult
+
+CAKE = "Qual é a receita do bolo de chocolate?"
+PERU = "Capital of Peru?"
+EN_OK = "How do I upload a PDF?"
+PT_OK = "Como envio ficheiros para a aplicação?"
+
+
+def candidate(n: int, distance: float, support: float = 1.0, missing: tuple[str, ...] = ()) -> Candidate:
+    return Candidate(chunk_id=f"c{n}", doc_id="d", doc_name="doc.md", title="Doc", section="", content=f"text {n}",
+                     start=0, end=6, page=None, page_end=None, kind="md", fused_rank=n, fused_score=1.0 / n,
+                     distance=distance, dense_rank=n, bm25_rank=None, bm25_score=None, support=support,
+                     missing=missing)
+
+
+def result(*cands: Candidate, question: str = "What is the bolo?", terms: tuple[str, ...] = ("bolo",)) -> SearchResult:
+    return SearchResult(question=question, query=question, candidates=list(cands), weights={}, terms=terms)
+
+
+# --- the gate's rule -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cands, failed, text", [
+    ((), EMPTY, "nothing under cosine distance"),
+    ((candidate(1, 0.9), candidate(2, 0.95)), DISTANCE, "nothing under cosine distance 0.600"),
+    ((candidate(1, 0.5, 0.0, ("bolo",)), candidate(2, 0.7)), SUPPORT, 'never mention "bolo"'),
+    ((candidate(1, 0.5, 0.3), candidate(2, 0.55, 0.2)), SUPPORT, "mentions enough of the words"),
+])
+def test_every_refusal_names_the_test_it_failed(cands, failed, text):
+    g = gate(result(*cands), 0.6, 4, SupportRule(min_support=0.5))
+    assert g.kept == [] and g.failed == failed
+    assert g.refusal.startswith("NO ANSWER: ") and text in g.refusal
+
+
+def test_support_rule_lets_close_paraphrases_through_with_fewer_words():
+    rule = SupportRule(min_support=0.5, close=0.4, close_support=0.15)
+    g = gate(result(candidate(1, 0.35, 0.2), candidate(2, 0.5, 0.2), candidate(3, 0.55, 0.6)), 0.6, 4, rule)
+    assert g.verdicts == [rag.KEPT, rag.UNSUPPORTED, rag.KEPT]
+    # The smallest threshold that lets a candidate through counts only candidates that pass the support test.
+    g = gate(result(candidate(1, 0.5, 0.0, ("bolo",)), candidate(2, 0.62, 0.9)), 0.6, 4, rule)
+    assert g.failed == SUPPORT and g.needed_threshold == pytest.approx(0.62) and g.closest.distance == 0.5
+
+
+def test_question_terms_and_support_weigh_rare_words_most():
+    assert question_terms("What does ERR-4017 mean?") == ["err-4017"]
+    assert question_terms("Capital of Peru?") == ["capital", "peru"]
+    texts = ["the capital city and its river", "the capital budget", "a river in spring"]
+    index = LexicalIndex.build(texts, ["en"] * 3)
+    full, none = index.support(0, ["capital", "river"], "en"), index.support(2, ["capital", "peru"], "en")
+    assert full == (1.0, ())
+    assert none == (0.0, ("capital", "peru"))
+    # "peru" is in no chunk: it weighs more than "capital" (in two of three), so holding "capital" alone is little.
+    share, missing = index.support(1, ["capital", "peru"], "en")
+    assert missing == ("peru",) and 0.0 < share < 0.5
+
+
+# --- the calibration's arithmetic ------------------------------------------------------------------------
+
+def test_threshold_keeps_unrelated_answers_within_budget_and_clamps():
+    values = [0.30 + 0.01 * i for i in range(40)]
+    topics = [f"t{i % 8}" for i in range(40)]
+    t, passing, excluded, bound = choose_threshold(values, topics, budget=0.05, floor=0.1, ceiling=0.9)
+    assert passing == 2 and sum(v <= t for v in values) == 2 and excluded == () and bound == ""
+    assert choose_threshold(values, topics, 0.05, floor=0.5, ceiling=0.9)[0] == 0.5  # held at the floor
+    assert choose_threshold([math.inf] * 10, ["a"] * 10, 0.05, floor=0.1, ceiling=0.8)[:2] == (0.8, 0)
+
+
+def test_a_topic_the_folder_answers_is_left_out_of_the_calibration():
+    # Ten "cooking" questions answered at 0.3 (the folder is about cooking); the rest far away.
+    values = [0.3] * 10 + [0.6 + 0.005 * i for i in range(60)]
+    topics = ["cooking"] * 10 + [f"t{i % 6}" for i in range(60)]
+    t, passing, excluded, _ = choose_threshold(values, topics, budget=0.05, floor=0.1, ceiling=0.9)
+    assert excluded == ("cooking",) and t > 0.6 and passing <= 3
+
+
+def test_shipped_unrelated_questions_are_many_and_varied():
+    for lang in ("en", "pt"):
+        qs = unrelated_questions(lang)
+        assert len(qs) >= 200 and len({q for _, q in qs}) == len(qs)
+        assert len({t for t, _ in qs}) >= 20
+    with pytest.raises(ValueError, match="choose one of en, pt"):
+        unrelated_questions("fr")
+
+
+# --- the engine, on the sample folder, at default settings -----------------------------------------------
+
+def test_chocolate_cake_and_peru_after_a_turn_are_refused_by_default(sample_engine):
+    assert sample_engine.settings.threshold is None  # nobody set one: calibrated
+    cake = sample_engine.ask(CAKE)
+    assert cake.answer.refused and cake.gated.kept == []
+    assert cake.threshold.source == "calibrated" and "calibrated for Portuguese" in cake.threshold.note
+    assert cake.gated.failed == SUPPORT and '"bolo"' in cake.gated.refusal and '"chocolate"' in cake.gated.refusal
+
+    first = sample_engine.ask(EN_OK)
+    assert first.gated.kept
+    peru = sample_engine.ask(PERU, history=[first.result.query])
+    assert peru.result.query != PERU  # searched together with the previous question, as a follow-up
+    assert peru.answer.refused and peru.gated.failed in (SUPPORT, DISTANCE)
+    assert peru.gated.refusal.startswith("NO ANSWER")
+
+
+@pytest.mark.parametrize("question, lang", [(EN_OK, "en"), (PT_OK, "pt"), ("O que é a distância do cosseno?", "pt"),
+                                            ("Why does the app refuse to answer?", "en")])
+def test_questions_the_sample_answers_still_answer_in_each_language(sample_engine, question, lang):
+    turn = sample_engine.ask(question)
+    assert turn.gated.kept, turn.gated.refusal
+    assert turn.threshold.source == "calibrated"
+    assert turn.gated.threshold == sample_engine.calibrated().threshold(lang)
+
+
+def test_calibrated_threshold_is_used_until_a_person_sets_one(make_engine, sample_folder, tmp_path, capsys):
+    engine = make_engine(sample_folder, index_dir=tmp_path / "idx")
+    engine.sync()
+    calibrated = engine.calibrated()
+    assert set(calibrated.languages) == {"en", "pt"}
+    en = calibrated.threshold("en")
+    assert engine.threshold_choice(EN_OK).value == en
+
+    # rag ask uses the same rule, and --threshold overrides it.
+    args = ["--folder", str(sample_folder), "--index-dir", str(tmp_path / "idx"), "--config", str(tmp_path / "no.toml")]
+    assert cli(args + ["ask", EN_OK, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["threshold"], out["threshold_source"]) == (en, "calibrated")
+    assert cli(args + ["ask", EN_OK, "--json", "--threshold", "0.2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["threshold"], out["threshold_source"]) == (0.2, "given")
+    assert cli(args + ["status"]) == 0
+    status = capsys.readouterr().out
+    assert f"threshold calibrated for English: {en:.3f}" in status and "calibrated for Portuguese" in status
+
+    # A threshold in the settings wins over the calibration; language_thresholds wins over both.
+    fixed = make_engine(sample_folder, index_dir=tmp_path / "idx", threshold=0.61, language_thresholds="pt=0.33")
+    assert (fixed.threshold_choice(EN_OK).value, fixed.threshold_choice(EN_OK).source) == (0.61, "threshold")
+    assert (fixed.threshold_choice(PT_OK).value, fixed.threshold_choice(PT_OK).source) == (0.33, "language_thresholds")
+    assert fixed.ask(EN_OK).gated.threshold == 0.61
+
+
+def test_calibration_is_recomputed_when_the_folder_changes_and_not_otherwise(make_engine, tmp_path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "garden.md").write_text("# Garden\n\nTomatoes need six hours of direct sun every day.\n", encoding="utf-8")
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    assert engine.calibrated() is None  # nothing indexed: nothing to calibrate on
+    assert engine.threshold_choice("How much sun do tomatoes need?").source == "default"
+    engine.sync()
+    assert engine.calibrations == 1
+    first = engine.calibrated()
+    engine.sync()  # nothing changed
+    engine.ask("How much sun do tomatoes need?")
+    assert engine.calibrations == 1 and engine.calibrated() is first
+
+    # Another process opening the same index loads it instead of computing it again.
+    again = make_engine(folder, index_dir=tmp_path / "idx")
+    assert again.calibrated().fingerprint == first.fingerprint and again.calibrations == 0
+    again.close()
+
+    (folder / "roses.md").write_text("# Roses\n\nPrune roses in late winter, before new growth.\n", encoding="utf-8")
+    engine.sync()
+    assert engine.calibrations == 2 and engine.calibrated().fingerprint != first.fingerprint
+    (folder / "roses.md").unlink()
+    engine.sync()
+    assert engine.calibrations == 3
+    # A setting the calibration depends on changes its fingerprint too.
+    other = make_engine(folder, index_dir=tmp_path / "idx", min_support=0.7)
+    assert other.calibration_fingerprint() != engine.calibration_fingerprint()
+
+
+RECIPES = {
+    "banana-bread.md": "# Banana bread\n\n## Ingredients\n\nThree ripe bananas, 250 g of flour, two eggs, 100 g of "
+                       "butter and a teaspoon of baking soda.\n\n## Method\n\nMash the bananas, fold in the flour and "
+                       "bake the loaf at 175 °C for 60 minutes, until a skewer comes out clean.\n",
+    "tomato-soup.md": "# Tomato soup\n\nRoast a kilo of tomatoes with garlic for 40 minutes, then blend them with a "
+                      "litre of stock. Season with basil, salt and pepper and simmer for ten minutes.\n",
+    "pancakes.md": "# Pancakes\n\nWhisk 200 g of flour, two eggs and 300 ml of milk into a smooth batter. Rest it "
+                   "for 30 minutes, then cook each pancake for a minute on each side in a hot buttered pan.\n",
+    "boiled-eggs.md": "# Boiled eggs\n\nLower the eggs into boiling water. Cook them for six minutes for a soft yolk "
+                      "and ten minutes for a hard one, then cool them in cold water.\n",
+    "risotto.md": "# Mushroom risotto\n\nToast 300 g of arborio rice in butter, add hot stock a ladle at a time and "
+                  "stir for 18 minutes. Finish with parmesan and sautéed mushrooms.\n",
+    "bolo.md": "# Bolo de chocolate\n\nMisture 200 g de farinha, 150 g de açúcar, três ovos e 100 g de cacau. Leve o "
+               "bolo ao forno a 180 graus durante 40 minutos.\n",
+}
+
+
+def test_a_recipes_folder_keeps_answering_recipe_questions(make_engine, tmp_path):
+    folder = tmp_path / "recipes"
+    folder.mkdir()
+    for name, text in RECIPES.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.sync()
+    for question, doc in [("How long do I bake the banana bread?", "banana-bread.md"),
+                          ("How many minutes should I boil an egg for a soft yolk?", "boiled-eggs.md"),
+                          ("What goes into the pancake batter?", "pancakes.md"),
+                          ("Quanto tempo leva o bolo de chocolate no forno?", "bolo.md")]:
+        turn = engine.ask(question)
+        assert turn.gated.kept, (question, turn.gated.refusal, turn.threshold.note)
+        assert turn.gated.kept[0].doc_name == doc
+    for question in ("Who won the 1998 World Cup?", "Qual é a capital da Mongólia?"):
+        assert engine.ask(question).answer.refused, question
+
+
+def test_settings_reject_bad_values_with_the_settings_name():
+    with pytest.raises(ValueError, match="setting min_support: 'lots' is not a number"):
+        rag.load_settings(env={"RAG_MIN_SUPPORT": "lots"})
+    with pytest.raises(ValueError, match="setting max_chunks: '2.5' is not a whole number"):
+        rag.load_settings(env={"RAG_MAX_CHUNKS": "2.5"})
+    assert rag.load_settings(env={"RAG_THRESHOLD": ""}).threshold is None
+    assert rag.load_settings(env={"RAG_THRESHOLD": "0.5"}).threshold == 0.5
+    with pytest.raises(ValueError, match="close_support must be at most min_support"):
+        rag.load_settings(env={}, close_support=0.9, min_support=0.5)
