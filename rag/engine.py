@@ -498,9 +498,9 @@ class Engine:
         settings = settings or self.settings
         if query is None and history:
             query = self.standalone_query(question, history, settings)
-        return hybrid_search(question, embedder=self.embedder, store=self.store, snapshot=self.snapshot,
-                             settings=settings, doc_ids=doc_ids, query=query, hidden=self._unpublished,
-                             weights=self.fusion_weights(settings))
+        snapshot = self.snapshot  # one reference: a publish during this search cannot mix two states
+        return hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=settings,
+                             doc_ids=doc_ids, query=query, weights=self.fusion_weights(settings))
 
     def standalone_query(self, question: str, history: Sequence[str], settings: Settings | None = None) -> str:
         """What to search for `question` after `history`: the question itself unless it is a follow-up

@@ -4,10 +4,17 @@ Each candidate keeps its dense rank, BM25 rank, fused rank and cosine distance; 
 BM25 found gets its distance computed from its stored vector, so every row of the retrieval table has
 one. Ranks are 1-based; None means that side did not return the chunk in its top N.
 
-Search only sees a `Snapshot`: the chunks of documents that were completely indexed when it was built.
-Chunks being written meanwhile are skipped, so a question asked during indexing answers from what is
-already indexed. A filter by document applies before each side searches (a Chroma `where`, a BM25
-weight mask), not to the results.
+Search only sees a `Snapshot`: the chunks of documents that were completely indexed when it was built,
+with their texts, offsets, vectors and BM25 index. Chunks being written meanwhile are skipped, so a
+question asked during indexing answers from what is already indexed. Both sides read the snapshot, and
+nothing else, at query time: BM25 its lexical index, the dense side an exact scan of its vectors (unit
+vectors: distance = 1 - dot; ties keep the snapshot's order). Chroma stays the store of truth (the
+snapshot is rebuilt from it) but is not asked at query time, because during a sync it already holds a
+re-indexed document's new vectors under the same chunk ids while the snapshot still shows the old texts
+and offsets: a quote could be shown with another text's distance, and a removed document stay citable
+on one side only. One search takes one snapshot reference, which the engine swaps whole on publish, so
+the quote, offsets, distance and BM25 score of every candidate describe one and the same state. A
+filter by document applies before each side ranks (a row mask on both), not to the results.
 
 What it does not do: decide what is good enough. That is the gate's job, run separately so that a
 threshold change re-gates the same candidates without searching again.
@@ -98,11 +105,31 @@ class Snapshot:
                    np.array([c.doc_id for c in chunks], dtype=object), vectors)
 
 
-def hybrid_search(question: str, *, embedder: Embedder, store: ChunkStore, snapshot: Snapshot, settings: Settings,
-                  doc_ids: Sequence[str] | None = None, query: str | None = None, hidden: int | None = None,
-                  weights: dict[str, float] | None = None, vector: np.ndarray | None = None) -> SearchResult:
-    """`hidden`: how many chunks in the store this snapshot does not show (being written by this process);
-    None asks the store. `vector`: the query's embedding when the caller has it already (calibration).
+def dense_top(snapshot: Snapshot, qv: np.ndarray, n: int,
+              mask: np.ndarray | None = None) -> tuple[list[int], np.ndarray]:
+    """The dense side: an exact scan of the snapshot's vectors. Returns the best `n` rows (closest first,
+    equal distances in snapshot order) among those `mask` keeps (> 0), and the cosine distance of every
+    row (1 - dot: the vectors are unit), which BM25-only candidates take theirs from."""
+    vectors = snapshot.vectors
+    if not snapshot.chunks or vectors is None or n <= 0:
+        return [], np.zeros(len(snapshot.chunks), dtype=np.float32)
+    dist = 1.0 - vectors @ np.asarray(qv, dtype=vectors.dtype)
+    keep = np.arange(len(dist)) if mask is None else np.flatnonzero(np.asarray(mask) > 0)
+    if n < keep.size:  # only rows at most the n-th distance can place; all of them, so ties stay in order
+        kth = np.partition(dist[keep], n - 1)[n - 1]
+        keep = keep[dist[keep] <= kth]
+    rows = keep[np.argsort(dist[keep], kind="stable")][:n]
+    return [int(i) for i in rows], dist
+
+
+def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, settings: Settings,
+                  store: ChunkStore | None = None, doc_ids: Sequence[str] | None = None, query: str | None = None,
+                  hidden: int | None = None, weights: dict[str, float] | None = None,
+                  vector: np.ndarray | None = None) -> SearchResult:
+    """Search one snapshot: the caller passes the reference it took once, so a publish in the middle of
+    this search cannot mix two states. `vector`: the query's embedding when the caller has it already
+    (calibration). `store` and `hidden` are accepted for older callers and not used: the store is not
+    read at query time (see the module docstring).
 
     Support is judged on the question as asked, not on `query`: a follow-up searched together with the
     previous question must still find its own words in the passage ("Capital of Peru?" after a question
@@ -131,24 +158,15 @@ def hybrid_search(question: str, *, embedder: Embedder, store: ChunkStore, snaps
     bm25_scores = {snapshot.chunks[i].id: s for i, s in bm25}
     lap("bm25")
 
-    # Chunks in the store that this snapshot does not show (a document being written) may take places
-    # in Chroma's answer: ask for that many more, then keep only what the snapshot shows.
-    if hidden is None:
-        hidden = max(0, store.count() - len(snapshot.chunks)) if snapshot.chunks else 0
-    raw = store.query(qv, n + hidden, doc_ids)
-    dense = [(cid, d) for cid, d in raw if cid in snapshot.pos][:n]
-    if len(dense) < n and len(raw) == n + hidden and snapshot.chunks:
-        # Short after dropping unseen chunks: another process may be writing. Ask how many there are.
-        unseen = store.count() - len(snapshot.chunks)
-        if unseen > hidden:
-            dense = [(cid, d) for cid, d in store.query(qv, n + unseen, doc_ids) if cid in snapshot.pos][:n]
+    rows, dist = dense_top(snapshot, qv, n, mask)
+    dense = [(snapshot.chunks[i].id, float(dist[i])) for i in rows]
     distances = dict(dense)
     lap("dense")
 
     fused = rrf({"dense": [cid for cid, _ in dense], "bm25": bm25_ids}, k=settings.rrf_k, weights=weights)
-    missing = [cid for cid in fused if cid not in distances]
-    for cid in missing:
-        distances[cid] = float(1.0 - np.dot(qv, snapshot.vectors[snapshot.pos[cid]]))
+    for cid in fused:  # BM25-only candidates: the same scan's distance, from the same snapshot
+        if cid not in distances:
+            distances[cid] = float(dist[snapshot.pos[cid]])
     dense_rank = {cid: r for r, (cid, _) in enumerate(dense, start=1)}
     bm25_rank = {cid: r for r, cid in enumerate(bm25_ids, start=1)}
     # Equal fused scores: the closer chunk first.

@@ -227,3 +227,19 @@ def test_settings_reject_bad_values_with_the_settings_name():
     assert rag.load_settings(env={"RAG_THRESHOLD": "0.5"}).threshold == 0.5
     with pytest.raises(ValueError, match="close_support must be at most min_support"):
         rag.load_settings(env={}, close_support=0.9, min_support=0.5)
+
+
+def test_why_not_found_says_when_the_support_test_stopped_a_passage(make_engine, tmp_path):
+    from rag.evaluate import UNSUPPORTED_OUT, why_not_found
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    needle = "The device needs no network connection once it is installed."
+    (folder / "device.md").write_text(f"# Device\n\n{needle}\n", encoding="utf-8")
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.sync()
+    turn = engine.ask("Does the gadget require internet access?", threshold=1.5)  # every distance passes
+    assert turn.gated.failed == SUPPORT and turn.gated.verdicts == [rag.UNSUPPORTED]
+    d = why_not_found(engine, turn.result, turn.gated, needle)
+    assert d.verdict == UNSUPPORTED_OUT
+    assert "internet" in d.message and "support test" in d.message
