@@ -108,11 +108,15 @@ with st.sidebar:
     st.subheader("Add documents")
     uploads = st.file_uploader("Markdown, text or PDF", type=ui.UPLOAD_TYPES, accept_multiple_files=True,
                                key="uploader",
-                               help=f"Saved into {engine.folder} and indexed. Up to {defaults.max_upload_mb} MB each.")
-    if uploads or prompt_files:
-        ui.handle_uploads(ws, list(uploads or []) + prompt_files)
+                               help=f"Saved into {engine.folder} and queued for indexing (in the background: keep "
+                                    f"asking meanwhile). Up to {defaults.max_upload_mb} MB each.")
+    if uploads:
+        ui.handle_uploads(ws, list(uploads), source="upload")
+    if prompt_files:
+        ui.handle_uploads(ws, prompt_files, source="chat")
     ui.resolve_conflicts(ws)
     ui.upload_log()
+    ui.queue_panel(ws)
 
     stats = engine.stats()
     st.caption(f"{stats.indexed} documents indexed · {stats.chunks} chunks · {stats.failed} failed · "
@@ -371,6 +375,7 @@ def session_for_search() -> rag.Settings:
 st.title("Chat with your folder")
 st.caption(f"Folder: {ui.md_escape(str(engine.folder))} · answers come only from passages under the threshold "
            "that hold the question's own words; every answer shows its evidence, every refusal its reason.")
+ui.indexing_note(ws)
 
 if prompt_text:
     ask(prompt_text)

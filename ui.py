@@ -2,13 +2,16 @@
 
 Here:
 - `workspace()`: one `Engine` per folder behind `st.cache_resource` (the embedding model loads once per
-  process and is shared by every engine), synced with the folder once per browser session, with a
-  progress bar. The folder comes from the sidebar (`folder_picker`), else from `rag.load_settings()`.
+  process and is shared by every engine). Opening it starts its indexing queue's worker and the folder
+  watcher (`Engine.start`), once per process: no browser session syncs or indexes anything itself.
+  The folder comes from the sidebar (`folder_picker`), else from `rag.load_settings()`.
+- `queue_panel()` / `indexing_note()`: fragments that rerun every second on their own (not the page) and
+  show the queue: each file's state and progress, cancel, retry, and how many files are still waiting.
 - `search()`: one search with this session's number of candidates and answer mode (a follow-up is
   searched in its standalone form, rewritten by the LLM when the session uses one).
 - `handle_uploads()` / `index_paths()`: save uploaded files under safe names (asking before replacing a
-  different file of the same name) and index them with a progress bar; every file ends with a visible
-  outcome, kept in `st.session_state["upload_log"]`.
+  different file of the same name) and put them on the engine's indexing queue; a file that cannot be
+  saved is logged in `st.session_state["upload_log"]`, the rest show in the queue panel.
 - `md_escape()`: document text (and anything derived from it) as Markdown that shows the same
   characters and nothing else: no HTML, no images, no links, no formatting.
 
@@ -21,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import string
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -98,44 +100,18 @@ def _embedder(model: str, batch_size: int, languages: tuple[str, ...]) -> rag.Em
 
 @st.cache_resource(show_spinner="Opening the index…")
 def open_workspace(key: str, _settings: rag.Settings) -> Workspace:
-    """One engine per folder and index for the whole process: every session and page shares it."""
+    """One engine per folder and index for the whole process: every session and page shares it, and so
+    its indexing queue, its worker thread and its folder watcher, started here once."""
     emb = _embedder(_settings.model, _settings.embed_batch_size, _settings.model_languages)
-    return Workspace(rag.Engine(_settings, embedder=emb))
+    engine = rag.Engine(_settings, embedder=emb)
+    engine.start()
+    return Workspace(engine)
 
 
-def workspace(sync: bool = True) -> Workspace:
-    """This session's workspace; the first call in a session brings the index in line with the folder."""
+def workspace() -> Workspace:
+    """This session's workspace (the engine of the folder chosen in the sidebar)."""
     settings = session_settings()
-    key = engine_key(settings)
-    ws = open_workspace(key, settings)
-    synced = st.session_state.setdefault("synced", {})
-    if sync and key not in synced:
-        synced[key] = sync_folder(ws)
-    return ws
-
-
-def sync_folder(ws: Workspace) -> str:
-    with st.status(f"Reading {ws.engine.folder}…", expanded=True) as status:
-        bar = st.progress(0.0, text="Looking for new and changed files")
-
-        def progress(done: int, total: int, name: str) -> None:
-            bar.progress(done / max(total, 1), text=f"{done}/{total} {md_escape(name)}")
-
-        try:
-            report = ws.engine.sync(progress=progress)
-        except Exception as exc:  # the app stays usable over what is already indexed
-            status.update(label=f"Could not read the folder: {md_escape(str(exc))}", state="error")
-            return f"sync failed: {exc}"
-        failed = report.count("failed")
-        status.update(label=f"Folder ready: {md_escape(report.summary())}",
-                      state="error" if failed else "complete", expanded=bool(failed))
-        for o in report.outcomes:
-            if o.status == "failed":
-                st.error(md_escape(f"{o.path}: {o.reason}"))
-        skipped = [o.path for o in report.outcomes if o.status == "skipped"]
-        if skipped:
-            st.caption(md_escape(f"Skipped (not Markdown, text or PDF): {', '.join(skipped)}"))
-    return report.summary()
+    return open_workspace(engine_key(settings), settings)
 
 
 def search(ws: Workspace, question: str, candidates: int, history: list[str] | None = None,
@@ -180,8 +156,8 @@ def log_outcome(name: str, status: str, detail: str) -> None:
     st.session_state.setdefault("upload_log", []).insert(0, {"name": name, "status": status, "detail": detail})
 
 
-def handle_uploads(ws: Workspace, files: Iterable) -> None:
-    """Save and index newly uploaded files; each file is processed once per session (by its file id)."""
+def handle_uploads(ws: Workspace, files: Iterable, source: str = "upload") -> None:
+    """Save newly uploaded files and queue them; each file is handled once per session (by its file id)."""
     done = st.session_state.setdefault("uploaded_ids", set())
     saved: list[str] = []
     for f in files or []:
@@ -199,28 +175,67 @@ def handle_uploads(ws: Workspace, files: Iterable) -> None:
             else:
                 log_outcome(f.name, "failed", str(exc))
     if saved:
-        index_paths(ws, saved)
+        index_paths(ws, saved, source)
 
 
-def index_paths(ws: Workspace, rel_paths: list[str]) -> rag.SyncReport:
-    with st.status(f"Indexing {len(rel_paths)} file(s)…", expanded=True) as status:
-        bar = st.progress(0.0)
+def index_paths(ws: Workspace, rel_paths: list[str], source: str = "upload") -> list:
+    """Put files on the indexing queue; the queue panel shows them from here on, in every session."""
+    return ws.engine.enqueue(rel_paths, source=source)
 
-        def progress(done: int, total: int, name: str) -> None:
-            bar.progress(done / max(total, 1), text=f"{done}/{total} {md_escape(name)}")
 
-        t0 = time.perf_counter()
-        report = ws.engine.index_files(rel_paths, progress=progress)
-        for o in report.outcomes:
-            if o.status == "indexed":
-                log_outcome(o.path, "indexed", f"{o.chunks} chunk{'s' if o.chunks != 1 else ''}")
+# --- the indexing queue, live -------------------------------------------------------------------------
+
+STATE_ICON = {"queued": ":material/schedule:", "extracting": ":material/description:",
+              "embedding": ":material/memory:", "indexed": ":material/check_circle:", "failed": ":material/error:",
+              "cancelled": ":material/block:", "removed": ":material/delete:"}
+
+
+@st.fragment(run_every=1.0)
+def queue_panel(ws: Workspace, recent: int = 12) -> None:
+    """The queue, redrawn every second by itself while the person chats: files waiting or running (with
+    progress and a cancel button), failures (with their reason and a retry), the last files finished."""
+    engine = ws.engine
+    items = engine.queue.items()
+    active = [i for i in items if i.active]
+    failed = [i for i in items if i.state == "failed"]
+    done = sorted((i for i in items if i.state in ("indexed", "cancelled", "removed")),
+                  key=lambda i: -i.updated_at)[:recent]
+    if active:
+        head, button = st.columns([3, 2])
+        head.markdown(f"**Indexing** · {len(active)} file{'s' if len(active) != 1 else ''} to go")
+        if button.button("Cancel all", key="queue_cancel_all", icon=":material/cancel:"):
+            engine.queue.cancel_all()
+        for item in active[:recent]:
+            text, cancel = st.columns([5, 1])
+            if item.state == "embedding" and item.total:
+                text.progress(min(1.0, item.done / item.total), text=md_escape(item.label()))
             else:
-                log_outcome(o.path, o.status, o.reason)
-        failed = report.count("failed")
-        status.update(label=f"Indexed {report.count('indexed')}, failed {failed} "
-                            f"({time.perf_counter() - t0:.1f} s)",
-                      state="error" if failed else "complete", expanded=False)
-    return report
+                text.caption(f"{STATE_ICON[item.state]} {md_escape(item.label())}")
+            if cancel.button("", key=f"queue_cancel_{item.seq}", icon=":material/close:", help="Cancel this file"):
+                engine.queue.cancel(item.path)
+        if len(active) > recent:
+            st.caption(f"… and {len(active) - recent} more queued")
+    for item in failed:
+        st.error(md_escape(item.label()), icon=STATE_ICON["failed"])
+        if st.button("Retry", key=f"queue_retry_{item.seq}", icon=":material/refresh:"):
+            engine.enqueue([item.path], source="retry")
+    for item in done:
+        show = st.success if item.state == "indexed" else st.info
+        show(md_escape(item.label()), icon=STATE_ICON[item.state])
+    # When the queue empties, the whole page redraws once: counts and the library are up to date.
+    was_busy = st.session_state.get("queue_busy", False)
+    st.session_state["queue_busy"] = bool(active)
+    if was_busy and not active:
+        st.rerun(scope="app")
+
+
+@st.fragment(run_every=1.0)
+def indexing_note(ws: Workspace) -> None:
+    """One line in the chat while files are still being indexed."""
+    n = ws.engine.indexing()
+    if n:
+        st.caption(f":material/hourglass_top: {n} file{'s are' if n != 1 else ' is'} still being indexed; "
+                   "answers come from what is fully indexed so far.")
 
 
 def resolve_conflicts(ws: Workspace) -> None:

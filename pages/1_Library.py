@@ -67,7 +67,8 @@ frame = pd.DataFrame(rows, columns=["name", "folder", "type", "status", "reason"
                                     "chunks", "truncated", "header share", "stamp", "indexed at"])
 st.dataframe(frame, hide_index=True, width="stretch", column_config={
     "status": st.column_config.TextColumn("status", help="indexed · failed (see reason) · stale (indexed with "
-                                          "another model, chunker or extractor: re-index) · pending"),
+                                          "another model, chunker or extractor: re-index) · pending (being "
+                                          "written) · excluded (removed from the index, file kept)"),
     "reason": st.column_config.TextColumn("reason", width="large", help="Why the file could not be indexed"),
     "chars": st.column_config.NumberColumn("chars", help="Characters of text extracted"),
     "empty pages": st.column_config.NumberColumn("empty pages", help="PDF pages without a text layer (scans)"),
@@ -97,12 +98,11 @@ with left:
         a, b = st.columns(2)
         verb = "Retry" if chosen.status == "failed" else "Re-index"
         if a.button(verb, key="library_reindex", icon=":material/refresh:"):
-            report = engine.reindex(chosen.doc_id)
-            for o in report.outcomes:
-                ui.log_outcome(o.path, o.status, f"{o.chunks} chunks" if o.status == "indexed" else o.reason)
+            ui.index_paths(ws, [chosen.path], source="library")
             st.rerun()
         also_file = b.checkbox("also delete the file", key="library_delete_file",
-                               help="Without this the file stays in the folder, and the next rescan indexes it again.")
+                               help="Without this the file stays in the folder but out of the index (excluded) "
+                                    "until it changes or you re-index it.")
         if b.button("Delete", key="library_delete", icon=":material/delete:", type="primary"):
             engine.remove(chosen.doc_id, delete_file=also_file)
             ui.log_outcome(chosen.path, "removed", "deleted from the index" + (" and the folder" if also_file else ""))
@@ -112,10 +112,12 @@ with right:
     st.subheader("The whole folder")
     if st.button(f"Re-index all stale ({stats.stale})", key="library_stale", disabled=stats.stale == 0,
                  icon=":material/update:"):
-        ui.index_paths(ws, [d.path for d in docs if d.status == "stale"])
+        ui.index_paths(ws, [d.path for d in docs if d.status == "stale"], source="library")
         st.rerun()
     if st.button("Rescan the folder", key="library_rescan", icon=":material/folder_managed:",
                  help="Index new and changed files, forget deleted ones."):
-        ui.sync_folder(ws)
+        queued = engine.rescan(source="library")
+        ui.log_outcome(str(engine.folder), "rescanned", f"{len(queued)} file(s) queued")
         st.rerun()
     ui.upload_log()
+    ui.queue_panel(ws)

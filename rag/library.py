@@ -75,6 +75,9 @@ class Library:
         self._local = threading.local()
         with self._db() as db:
             db.execute("CREATE TABLE IF NOT EXISTS documents (doc_id TEXT PRIMARY KEY, path TEXT UNIQUE, record TEXT)")
+            # The indexing queue (rag.queue): one row per file, its state kept here so that a rerun, a reload,
+            # another tab or a restart neither loses nor repeats work.
+            db.execute("CREATE TABLE IF NOT EXISTS queue (path TEXT PRIMARY KEY, item TEXT)")
 
     def _conn(self) -> sqlite3.Connection:
         # One connection per thread, in autocommit mode; WAL so that readers never wait for the writer.
@@ -112,6 +115,24 @@ class Library:
 
     def all(self) -> list[DocRecord]:
         return [_load(r[0]) for r in self._read("SELECT record FROM documents ORDER BY path")]
+
+    # --- the indexing queue's rows (rag.queue.QueueItem as JSON) ---
+
+    def queue_put(self, *items: dict) -> None:
+        with self._db() as db:
+            for item in items:
+                db.execute("INSERT OR REPLACE INTO queue VALUES (?, ?)", (item["path"], json.dumps(item)))
+
+    def queue_get(self, path: str) -> dict | None:
+        rows = self._read("SELECT item FROM queue WHERE path = ?", (path,))
+        return json.loads(rows[0][0]) if rows else None
+
+    def queue_all(self) -> list[dict]:
+        return [json.loads(r[0]) for r in self._read("SELECT item FROM queue")]
+
+    def queue_delete(self, path: str) -> None:
+        with self._db() as db:
+            db.execute("DELETE FROM queue WHERE path = ?", (path,))
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
