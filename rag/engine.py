@@ -37,6 +37,7 @@ from rag.gate import NO_SUPPORT_TEST, Gated, SupportRule, gate
 from rag.lexical import analyze, detect_language, question_language
 from rag.llm import LLMError
 from rag.library import VISIBLE, DocRecord, Library, Stamp, WriterLock, mark_index_dir
+from rag.queue import CANCELLED, EMBEDDING, EXTRACTING, FAILED, INDEXED, REMOVED, FolderWatcher, IndexQueue, QueueItem
 from rag.search import SearchResult, Snapshot, hybrid_search
 from rag.settings import DEFAULT_THRESHOLD, Settings
 from rag.store import ChunkStore, StoredChunk, chunk_metadata
@@ -157,9 +158,12 @@ class Engine:
         self._calibration_path = settings.index_path / "calibration.json"
         self.calibration: Calibration | None = Calibration.load(self._calibration_path)
         self._unrelated_vectors: dict[str, np.ndarray] | None = None
+        self.queue = IndexQueue(self.library, self._index_queued, after_idle=self._after_queue)
+        self.watcher: FolderWatcher | None = None
         if self.lock.acquire(timeout=0):  # another process writing will recover on its own
             try:
                 self._recover()
+                self.queue.requeue_unfinished()  # files a crash or a stop left waiting or half done
             finally:
                 self.lock.release()
         self.reload()
@@ -298,7 +302,7 @@ class Engine:
             st = p.stat()
         except OSError:
             return False
-        if rec.status == "indexed" and rec.stamp == self.stamp_for(rec.kind) or \
+        if rec.status == "indexed" and rec.stamp == self.stamp_for(rec.kind) or rec.status == "excluded" or \
                 rec.status == "failed" and rec.stamp and rec.stamp.extractor == EXTRACTOR_VERSIONS[rec.kind]:
             if rec.size == st.st_size and rec.content_hash:
                 # Same size and modification time: unchanged without reading it (as git does); else compare
@@ -331,7 +335,9 @@ class Engine:
         return self.index_files([r.path for r in self.library.all() if r.status == "stale"], progress)
 
     def remove(self, doc_id: str, delete_file: bool = False) -> None:
-        """Remove a document's chunks from both indexes and its record; optionally the file too."""
+        """Remove a document's chunks from both indexes; optionally the file too. A file left in the folder
+        stays out of the index (status `excluded`) until it changes or is re-indexed, so the folder watcher
+        does not bring it straight back."""
         with self.lock:
             rec = self.library.get(doc_id)
             if delete_file and rec:
@@ -339,7 +345,12 @@ class Engine:
                 # removes; the other way round, the next sync would index again the file the person deleted.
                 (self.folder / rec.path).unlink(missing_ok=True)
             self._forget(doc_id)
+            if rec is not None and not delete_file and (self.folder / rec.path).is_file():
+                rec.status, rec.reason, rec.chunks = "excluded", "removed from the index; the file is still in the folder", 0
+                self.library.put(rec)
             self._publish()
+        if rec is not None:
+            self.queue.forget(rec.path)
 
     def _forget(self, doc_id: str) -> None:
         # The record first: a crash before the chunks go leaves chunks no record claims, which start-up deletes.
@@ -411,10 +422,12 @@ class Engine:
         self._chunks_by_doc.pop(rec.doc_id, None)
         self.store.delete_doc(rec.doc_id)
 
-    def _write_group(self, group: list[tuple[DocRecord, list[Chunk]]], report: SyncReport) -> None:
+    def _write_group(self, group: list[tuple[DocRecord, list[Chunk]]], report: SyncReport,
+                     vectors: np.ndarray | None = None) -> None:
+        """Embed (unless `vectors` are given) and write a group of prepared documents; records last."""
         texts = [c.text for _, chunks in group for c in chunks]
         try:
-            vectors = self.embedder.embed_batch(texts)
+            vectors = self.embedder.embed_batch(texts) if vectors is None else vectors
         except Exception as exc:
             for rec, _ in group:
                 rec.status, rec.reason = "failed", f"embedding failed ({type(exc).__name__}: {exc})"
@@ -444,6 +457,123 @@ class Engine:
     def _chunk_extra(rec: DocRecord) -> dict:
         return {"lang": rec.lang, "model": rec.stamp.model, "dimension": rec.stamp.dimension,
                 "chunker": rec.stamp.chunker, "extractor": rec.stamp.extractor}
+
+    # --- the indexing queue (rag.queue) -----------------------------------------------------------------
+
+    def start(self, watch: bool = True) -> None:
+        """Start indexing in the background: the queue's worker, a rescan of the folder, and (with `watch`)
+        the folder watcher. The app calls it once per engine, so once per process."""
+        self.queue.start()
+        self.rescan(source="folder")
+        if watch and self.watcher is None:
+            self.watcher = FolderWatcher(self.folder, lambda: self.rescan(source="folder"),
+                                         ignore=[self.settings.index_path])
+            self.watcher.start()
+
+    def stop(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.watcher = None
+        self.queue.stop()
+
+    def enqueue(self, rel_paths: Sequence[str], source: str = "") -> list[QueueItem]:
+        """Put files (relative to the folder) on the indexing queue; the worker indexes them."""
+        return self.queue.put(list(rel_paths), source)
+
+    def rescan(self, source: str = "folder") -> list[QueueItem]:
+        """Queue what changed in the folder since it was indexed: new and changed files (by size and
+        modification time, then content), and files that are gone. Files already queued or running are
+        left alone. Cheap when nothing changed: one walk of the folder, no file read."""
+        files, _ = self.scan()
+        records = {r.path: r for r in self.library.all()}
+        active = {i.path for i in self.queue.items() if i.active}
+        todo = [rel for rel, p in files.items()
+                if rel not in active and not (rel in records and self._unchanged(records[rel], p))]
+        gone = [path for path in records if path not in files and path not in active]
+        return self.queue.put(todo + gone, source) if todo or gone else []
+
+    def indexing(self) -> int:
+        """How many files are waiting to be indexed or being indexed."""
+        return self.queue.pending()
+
+    def _index_queued(self, items: list[QueueItem], queue: IndexQueue) -> None:
+        """The worker's step: extract, embed and write queued files in groups, reporting each file's state.
+
+        Extracting and embedding happen outside the writer lock (they only read); the lock is held for each
+        group's write, so an upload or a deletion never waits for a long embedding. A file cancelled while
+        it is embedded stops before anything of it is written; the rest of its group goes on."""
+        group: list[tuple[DocRecord, list[Chunk], QueueItem]] = []
+        for item in items:
+            if queue.is_cancelled(item):
+                queue.save(item, CANCELLED, cancel=False)
+                continue
+            if not (self.folder / item.path).is_file():
+                self._queued_removal(item)
+                continue
+            queue.save(item, EXTRACTING)
+            rec, chunks = self._prepare(item.path)
+            if rec.status == "failed":
+                with self.lock:
+                    self._write_failed(rec)
+                queue.save(item, FAILED, reason=rec.reason, cancel=False)
+                continue
+            queue.save(item, EMBEDDING, total=len(chunks), done=0)
+            group.append((rec, chunks, item))
+            if sum(len(c) for _, c, _ in group) >= EMBED_GROUP:
+                self._write_queued(group, queue)
+                group = []
+        if group:
+            self._write_queued(group, queue)
+
+    def _write_queued(self, group: list[tuple[DocRecord, list[Chunk], QueueItem]], queue: IndexQueue) -> None:
+        """Embed a group in slices (reporting each file's progress, dropping a file cancelled meanwhile),
+        then write what is left under the writer lock and publish it."""
+        texts = [c.text for _, chunks, _ in group for c in chunks]
+        owner = [i for i, (_, chunks, _) in enumerate(group) for _ in chunks]  # text j belongs to file owner[j]
+        first = {i: owner.index(i) for i in set(owner)}
+        vectors: dict[int, np.ndarray] = {}
+        dropped: set[int] = set()
+        step = max(self.settings.embed_batch_size * 8, 1)
+        for at in range(0, len(texts), step):
+            end = min(at + step, len(texts))
+            here = sorted({owner[j] for j in range(at, end)} - dropped)
+            dropped |= {i for i in here if queue.is_cancelled(group[i][2])}
+            keep = [j for j in range(at, end) if owner[j] not in dropped]
+            if keep:
+                vectors.update(zip(keep, self.embedder.embed_batch([texts[j] for j in keep])))
+            for i in here:
+                if i not in dropped:
+                    queue.save(group[i][2], done=min(len(group[i][1]), end - first[i]))
+        for i in sorted(dropped):
+            queue.save(group[i][2], CANCELLED, done=0, cancel=False)
+        kept = [i for i in range(len(group)) if i not in dropped]
+        if not kept:
+            return
+        report = SyncReport()
+        rows = np.stack([vectors[j] for j in range(len(texts)) if owner[j] not in dropped])
+        with self.lock:
+            self._write_group([(group[i][0], group[i][1]) for i in kept], report, rows)
+            self._publish()
+        outcome = {o.path: o for o in report.outcomes}
+        for i in kept:
+            item, o = group[i][2], outcome.get(group[i][2].path)
+            if o is not None and o.status == "indexed":
+                queue.save(item, INDEXED, chunks=o.chunks, done=o.chunks, runs=item.runs + 1, reason="", cancel=False)
+            else:
+                queue.save(item, FAILED, reason=o.reason if o else "not written")
+
+    def _queued_removal(self, item: QueueItem) -> None:
+        """A queued file that is no longer in the folder: its document leaves both indexes."""
+        rec = next((r for r in self.library.all() if r.path == item.path), None)
+        if rec is not None:
+            with self.lock:
+                self._forget(rec.doc_id)
+                self._publish()
+        self.queue.save(item, REMOVED)
+
+    def _after_queue(self) -> None:
+        """The queue emptied: calibrate now, so the next question does not wait for it."""
+        self.calibrated()
 
     # --- uploads -----------------------------------------------------------------------------------
 
@@ -531,11 +661,14 @@ class Engine:
                s.calibration_floor, s.calibration_ceiling, questions_digest(), docs]
         return hashlib.sha1(repr(key).encode("utf-8")).hexdigest()
 
-    def calibrated(self) -> Calibration | None:
+    def calibrated(self, stale_ok: bool = False) -> Calibration | None:
         """The folder's calibration, computed again when what it depends on changed (and only then).
-        None while nothing is indexed: there is nothing to calibrate on."""
+        None while nothing is indexed: there is nothing to calibrate on. `stale_ok`: return the last one
+        without checking (while the folder is being indexed)."""
         if not self.snapshot.chunks:
             return None
+        if stale_ok and self.calibration is not None:
+            return self.calibration
         fingerprint = self.calibration_fingerprint()
         if self.calibration is not None and self.calibration.fingerprint == fingerprint:
             return self.calibration
@@ -574,7 +707,9 @@ class Engine:
         detected)."""
         lang = question_language(question) if lang is None else lang
         s = self.settings
-        calibration = self.calibrated()
+        # While files are being indexed the folder changes every few seconds: keep the last calibration
+        # rather than recompute it for each question; it is recomputed once the queue empties.
+        calibration = self.calibrated(stale_ok=self.queue.busy())
         calibrated = calibration.threshold(lang) if calibration else None
         rule = calibration.rule(lang, s.min_support, s.close_support) if calibration else SupportRule(s.min_support)
         by_lang = s.thresholds_by_language
@@ -640,6 +775,7 @@ class Engine:
                 f"settings.")
 
     def close(self) -> None:
+        self.stop()
         self.library.close()
 
 
