@@ -112,11 +112,9 @@ with st.sidebar:
                                     f"asking meanwhile). Up to {defaults.max_upload_mb} MB each.")
     if uploads:
         ui.handle_uploads(ws, list(uploads), source="upload")
-    if prompt_files:
-        ui.handle_uploads(ws, prompt_files, source="chat")
+    attached = ui.handle_uploads(ws, prompt_files, source="chat") if prompt_files else []
     ui.resolve_conflicts(ws)
     ui.upload_log()
-    ui.queue_panel(ws)
 
     stats = engine.stats()
     st.caption(f"{stats.indexed} documents indexed · {stats.chunks} chunks · {stats.failed} failed · "
@@ -378,6 +376,9 @@ st.caption(f"Folder: {ui.md_escape(str(engine.folder))} · answers come only fro
 ui.indexing_note(ws)
 
 if prompt_text:
+    if attached and not ui.wait_for(ws, attached):
+        st.info("The attached files are still being indexed: this answer comes from what was indexed before; "
+                "ask again once the sidebar shows them indexed.", icon=":material/hourglass_top:")
     ask(prompt_text)
 
 if turns and turns[-1].get("n") != int(candidates):  # a different N retrieves differently: search again
@@ -394,3 +395,7 @@ if not turns:
 
 for i, turn in enumerate(turns):
     render_turn(i + 1, turn, live=(i == len(turns) - 1))
+
+# Last, so that when it redraws the whole page (the queue just emptied) the question of this run is kept.
+with st.sidebar:
+    ui.queue_panel(ws)

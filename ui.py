@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import string
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -111,7 +112,11 @@ def open_workspace(key: str, _settings: rag.Settings) -> Workspace:
 def workspace() -> Workspace:
     """This session's workspace (the engine of the folder chosen in the sidebar)."""
     settings = session_settings()
-    return open_workspace(engine_key(settings), settings)
+    ws = open_workspace(engine_key(settings), settings)
+    # A whole-page run draws everything as it is now: the queue panel redraws the page only when, between
+    # two of its own timed runs, the queue empties.
+    st.session_state["queue_busy"] = ws.engine.indexing() > 0
+    return ws
 
 
 def search(ws: Workspace, question: str, candidates: int, history: list[str] | None = None,
@@ -156,8 +161,9 @@ def log_outcome(name: str, status: str, detail: str) -> None:
     st.session_state.setdefault("upload_log", []).insert(0, {"name": name, "status": status, "detail": detail})
 
 
-def handle_uploads(ws: Workspace, files: Iterable, source: str = "upload") -> None:
-    """Save newly uploaded files and queue them; each file is handled once per session (by its file id)."""
+def handle_uploads(ws: Workspace, files: Iterable, source: str = "upload") -> list[str]:
+    """Save newly uploaded files and queue them; each file is handled once per session (by its file id).
+    Returns the relative paths queued."""
     done = st.session_state.setdefault("uploaded_ids", set())
     saved: list[str] = []
     for f in files or []:
@@ -176,6 +182,22 @@ def handle_uploads(ws: Workspace, files: Iterable, source: str = "upload") -> No
                 log_outcome(f.name, "failed", str(exc))
     if saved:
         index_paths(ws, saved, source)
+    return saved
+
+
+def wait_for(ws: Workspace, rel_paths: list[str], timeout: float = 20.0) -> bool:
+    """Wait (with a spinner) until these queued files are indexed or failed: a question asked together
+    with its attachment is answered from it. False when they took longer (the question is then answered
+    from what is indexed, and the queue panel shows the rest)."""
+    queue = ws.engine.queue
+    deadline = time.monotonic() + timeout
+    with st.spinner(f"Indexing {len(rel_paths)} attached file(s)…"):
+        while time.monotonic() < deadline:
+            items = [queue.get(p) for p in rel_paths]
+            if all(i is None or not i.active for i in items):
+                return True
+            time.sleep(0.1)
+    return False
 
 
 def index_paths(ws: Workspace, rel_paths: list[str], source: str = "upload") -> list:

@@ -46,10 +46,20 @@ def folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def engine(folder) -> rag.Engine:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()  # opens and syncs the engine once
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()  # opens the engine once; its queue indexes
     assert not at.exception, at.exception
-    settings = rag.load_settings()
+    engine = workspace_engine(rag.load_settings())
+    assert engine.queue.wait_idle(300)
+    return engine
+
+
+def workspace_engine(settings: rag.Settings) -> rag.Engine:
+    """The engine the app opened for these settings (the same `st.cache_resource` entry)."""
     return ui.open_workspace(ui.engine_key(settings), settings).engine
+
+
+def alerts(at, kind: str) -> list[str]:
+    return [plain(a.value) for a in getattr(at.sidebar, kind)]
 
 
 def app() -> AppTest:
@@ -237,6 +247,7 @@ def test_switching_folder_opens_its_own_index(engine, tmp_path):
     assert not at.exception, at.exception
     assert len(at.chat_message) == 0  # a new folder starts a new chat
     assert (other / ".rag-index").is_dir()  # its own index, not the configured folder's index_dir
+    assert workspace_engine(rag.load_settings().replace(folder=other.resolve(), index_dir=None)).queue.wait_idle(120)
     at.chat_input[0].set_value("When does the lunar moth fly?").run()
     assert [doc for _, doc, _ in citations(at)] == ["moths.md"]
     assert set(table(at)["document"]) == {"moths.md"}
@@ -249,10 +260,12 @@ def test_upload_good_and_corrupt_then_library_lists_both(engine, folder):
     at.sidebar.file_uploader(key="uploader").set_value(
         [("heron notes.pdf", good, "application/pdf"), ("broken.pdf", corrupt, "application/pdf")]).run()
     assert not at.exception, at.exception
-    ok = [plain(s.value) for s in at.sidebar.success]
-    bad = [plain(e.value) for e in at.sidebar.error]
-    assert ok == ["heron notes.pdf: indexed, 1 chunk"], (ok, bad)
+    assert engine.queue.wait_idle(120)
+    at.run()  # the queue panel redraws (every second in a browser; here, on this run)
+    ok, bad = alerts(at, "success"), alerts(at, "error")
+    assert "heron notes.pdf: indexed, 1 chunk" in ok, (ok, bad)
     assert len(bad) == 1 and bad[0].startswith("broken.pdf: failed, ") and len(bad[0]) > len("broken.pdf: failed, ") + 5
+    assert any(b.label == "Retry" for b in at.sidebar.button)  # a failure stays listed, with a retry
     assert (folder / "heron notes.pdf").read_bytes() == good
     records = {d.path: d for d in engine.documents()}
     assert records["heron notes.pdf"].status == "indexed" and records["broken.pdf"].status == "failed"
@@ -260,8 +273,9 @@ def test_upload_good_and_corrupt_then_library_lists_both(engine, folder):
 
     # Reruns do not process the same uploads again.
     at.run()
+    assert engine.queue.wait_idle(60)
     assert {d.path: d for d in engine.documents()}["heron notes.pdf"].indexed_at == indexed_at
-    assert len(at.sidebar.success) == 1 and len(at.sidebar.error) == 1
+    assert engine.queue.get("heron notes.pdf").runs == 1 and len(alerts(at, "error")) == 1
 
     # The new document answers, with a page link.
     at.chat_input[0].set_value("When does the Zanzibar heron migrate?").run()
@@ -287,6 +301,7 @@ def test_library_retry_and_delete(engine, folder):
     (folder / "later.pdf").write_bytes(b"not a pdf at all")
     lib = AppTest.from_file(LIBRARY, default_timeout=TIMEOUT).run()
     lib.button(key="library_rescan").click().run()
+    assert engine.queue.wait_idle(60)
     assert {d.path: d.status for d in engine.documents()}["later.pdf"] == "failed"
 
     # The file is fixed on disk; "Retry" indexes it.
@@ -294,20 +309,26 @@ def test_library_retry_and_delete(engine, folder):
     lib.selectbox(key="library_doc").select("later.pdf").run()
     assert lib.button(key="library_reindex").label == "Retry"
     lib.button(key="library_reindex").click().run()
+    assert engine.queue.wait_idle(60)
     rec = {d.path: d for d in engine.documents()}["later.pdf"]
     assert rec.status == "indexed" and rec.chunks == 1
     ids = {c.doc_id for c in engine.search("Kilwa heron salt lakes").candidates}
     assert rec.doc_id in ids
 
-    # Delete: its chunks leave both indexes (dense and BM25), the file stays unless asked.
+    # Delete: its chunks leave both indexes (dense and BM25), the file stays unless asked, and stays out of
+    # the index (excluded) even though the folder watcher sees it there.
     chunks = engine.stats().chunks
+    lib.run()
     assert lib.selectbox(key="library_doc").value == "later.pdf"  # the choice survives the re-index
     lib.button(key="library_delete").click().run()
-    assert "later.pdf" not in {d.path for d in engine.documents()}
+    assert {d.path: d.status for d in engine.documents()}["later.pdf"] == "excluded"
     assert engine.stats().chunks == chunks - 1
     assert rec.doc_id not in {c.doc_id for c in engine.search("Kilwa heron salt lakes").candidates}
     assert (folder / "later.pdf").exists()
-    assert "later.pdf" not in set(lib.dataframe[0].value["name"])
+    engine.rescan()
+    assert engine.queue.wait_idle(30) and {d.path: d.status for d in engine.documents()}["later.pdf"] == "excluded"
+    rows = {r["name"]: r for r in lib.dataframe[0].value.to_dict("records")}
+    assert rows["later.pdf"]["status"] == "excluded" and rows["later.pdf"]["chunks"] == 0
 
 
 def test_name_conflict_asks_then_keeps_both(engine, folder):
@@ -321,7 +342,9 @@ def test_name_conflict_asks_then_keeps_both(engine, folder):
     at.sidebar.button(key=next(b.key for b in at.sidebar.button if b.label == "Keep both")).click().run()
     assert (folder / "uploading.md").read_bytes() == original
     assert (folder / "uploading-2.md").exists()
-    assert "uploading-2.md: indexed, 1 chunk" in [plain(s.value) for s in at.sidebar.success]
+    assert engine.queue.wait_idle(60)
+    at.run()
+    assert "uploading-2.md: indexed, 1 chunk" in alerts(at, "success")
     assert not at.sidebar.warning
 
 
@@ -330,9 +353,12 @@ def test_chat_attachment_is_indexed_and_document_text_stays_inert(engine):
                "<img src=x onerror=alert(1)> <script>alert(2)</script> ![x](http://example.invalid/pixel.png)\n")
     at = app().run()
     at.chat_input[0].upload("hostile.md", hostile.encode(), "text/markdown")
+    # Asked together with its attachment: the app waits for that file to be indexed, then answers from it.
     at.chat_input[0].set_value("Who is the purple lighthouse keeper?").run()
-    assert "hostile.md: indexed, 1 chunk" in [plain(s.value) for s in at.sidebar.success]
+    assert engine.queue.get("hostile.md").state == "indexed"
     assert citations(at)[0][1] == "hostile.md"
+    at.run()
+    assert "hostile.md: indexed, 1 chunk" in alerts(at, "success")
     # The quote is shown as plain text, every character as written ...
     assert any("<img src=x onerror=alert(1)>" in t.value for t in at.text)
     # ... and wherever document text goes through Markdown, no tag, image or link syntax survives.
@@ -385,6 +411,8 @@ def test_library_warns_when_the_folder_is_in_a_language_the_model_does_not_read(
     shutil.copytree(ROOT / "data" / "notas", pt)
     at.sidebar.text_input(key="folder_input").set_value(str(pt)).run()
     assert not at.exception, at.exception
+    assert workspace_engine(rag.load_settings().replace(folder=pt.resolve(), index_dir=None)).queue.wait_idle(120)
+    at.run()
     (warning,) = [w.value for w in at.warning]
     assert "Portuguese" in warning and "calibrate" in warning and "multilingual model" in warning
 

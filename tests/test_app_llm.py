@@ -47,10 +47,12 @@ def engine(fake, tmp_path_factory) -> rag.Engine:
                             "RAG_ANSWER_MODE": "llm", "RAG_LLM_BASE_URL": fake.url,
                             "RAG_LLM_MODEL": "test-model", "RAG_LLM_TIMEOUT_S": "10"}.items():
             mp.setenv(name, str(value))
-        at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()  # opens and syncs the engine once
+        at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()  # opens the engine once; its queue indexes
         assert not at.exception, at.exception
         settings = rag.load_settings()
-        yield ui.open_workspace(ui.engine_key(settings), settings).engine
+        engine = ui.open_workspace(ui.engine_key(settings), settings).engine
+        assert engine.queue.wait_idle(300)
+        yield engine
 
 
 @pytest.fixture

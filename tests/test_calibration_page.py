@@ -59,10 +59,12 @@ def charts(at) -> list[dict]:
     return [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
 
 
-def engine_of(index_dir):
+def engine_of(index_dir) -> rag.Engine:
+    """The engine the page opened for the settings in the environment (the same `st.cache_resource` entry)."""
     import ui
 
     settings = rag.load_settings()
+    assert settings.index_path == index_dir
     return ui.open_workspace(ui.engine_key(settings), settings).engine
 
 
@@ -74,9 +76,11 @@ def test_page_works_before_anyone_writes_a_question(tmp_path, monkeypatch):
     monkeypatch.setenv("RAG_FOLDER", str(docs))
     monkeypatch.setenv("RAG_INDEX_DIR", str(tmp_path / "index"))
     monkeypatch.setenv("RAG_CONFIG", str(tmp_path / "none.toml"))
+    AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()  # opens the engine; its queue indexes the folder
+    engine = engine_of(tmp_path / "index")
+    assert engine.queue.wait_idle(120)
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
     assert not at.exception, at.exception
-    engine = engine_of(tmp_path / "index")
     calibration = engine.calibrated()
     # How each language's threshold was chosen, in words, with the calibrated value.
     lines = [m.value.replace("\\", "") for m in at.markdown
@@ -106,6 +110,8 @@ def test_page_works_before_anyone_writes_a_question(tmp_path, monkeypatch):
 
 
 def test_adding_questions_beside_the_index(index_dir):
+    AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
+    assert engine_of(index_dir).queue.wait_idle(120)
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
     before = len(load_questions(index_dir / "questions.jsonl"))
 
