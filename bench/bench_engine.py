@@ -1,5 +1,7 @@
 """Benchmark the engine at 1k and 10k chunks (issue 2): indexing cost against the bare model, per-stage
-query latency, and Chroma's HNSW recall@20 against an exact scan of the same vectors.
+query latency (the dense stage is an exact scan of the search snapshot's vectors, so its recall is 1.0
+by construction), and, for reference, Chroma's HNSW recall@20 against an exact scan of the vectors
+Chroma holds (Chroma is the store of truth, not read at query time).
 
     .venv/bin/python bench/bench_engine.py            # 1k and 10k chunks
     .venv/bin/python bench/bench_engine.py --sizes 1000 --queries 100
@@ -104,7 +106,8 @@ def run(size: int, queries: int, baseline: bool = True) -> dict:
             stages[k].append(r.timings_ms[k])
     beyond = [b + d + f + g for b, d, f, g in zip(stages["bm25"], stages["dense"], stages["fusion"], stages["gate"])]
 
-    # HNSW recall@20 against an exact scan of the very vectors Chroma holds.
+    # For reference only (search no longer asks Chroma; its dense side is the exact scan timed as
+    # "dense" above): Chroma's HNSW recall@20 against an exact scan of the very vectors Chroma holds.
     got = engine.store.collection.get(include=["embeddings"], limit=n + 10)
     ids = np.array(got["ids"])
     mat = np.asarray(got["embeddings"], dtype=np.float32)
@@ -123,7 +126,8 @@ def run(size: int, queries: int, baseline: bool = True) -> dict:
         **{f"{k}_median_ms": statistics.median(v) for k, v in stages.items()},
         **{f"{k}_p95_ms": pct(v, 95) for k, v in stages.items()},
         "beyond_embed_median_ms": statistics.median(beyond), "beyond_embed_p95_ms": pct(beyond, 95),
-        "hnsw_recall_at_20": recall,
+        "dense_recall_at_20": 1.0,  # the exact scan, by construction
+        "chroma_hnsw_recall_at_20": recall,
     }
 
 
@@ -141,14 +145,15 @@ def main() -> None:
     (OUT / f"bench_engine-{'-'.join(map(str, args.sizes))}.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=2))
     print(f"machine: {machine}; rag {rag.__name__}; {args.queries} queries per size\n")
     print("| chunks | index ms/chunk | bare encode ms/chunk | index / encode | re-sync (embedded) | "
-          "embed ms med/p95 | BM25 | dense | fusion | gate | beyond embed med/p95 | HNSW recall@20 | RSS MB |")
+          "embed ms med/p95 | BM25 | dense (exact scan) | fusion | gate | beyond embed med/p95 | "
+          "Chroma HNSW recall@20 (not used by search) | RSS MB |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         st = lambda k: f"{r[k + '_median_ms']:.2f}/{r[k + '_p95_ms']:.2f}"  # noqa: E731
         print(f"| {r['chunks']:,} | {r['index_ms_per_chunk']:.1f} | {r['encode_ms_per_chunk']:.1f} | "
               f"{r['index_over_encode']:.2f} | {r['resync_s']:.1f} s ({r['resync_embedded']}) | {st('embed')} | "
               f"{st('bm25')} | {st('dense')} | {st('fusion')} | {st('gate')} | "
-              f"{r['beyond_embed_median_ms']:.2f}/{r['beyond_embed_p95_ms']:.2f} | {r['hnsw_recall_at_20']:.3f} | "
+              f"{r['beyond_embed_median_ms']:.2f}/{r['beyond_embed_p95_ms']:.2f} | {r['chroma_hnsw_recall_at_20']:.3f} | "
               f"{r['rss_mb']:.0f} |")
 
 

@@ -483,12 +483,20 @@ class Engine:
     def rescan(self, source: str = "folder") -> list[QueueItem]:
         """Queue what changed in the folder since it was indexed: new and changed files (by size and
         modification time, then content), and files that are gone. Files already queued or running are
-        left alone. Cheap when nothing changed: one walk of the folder, no file read."""
+        left alone, and so are files the person cancelled, until they change. Cheap when nothing changed:
+        one walk of the folder, no file read."""
         files, _ = self.scan()
         records = {r.path: r for r in self.library.all()}
-        active = {i.path for i in self.queue.items() if i.active}
+        rows = {i.path: i for i in self.queue.items()}
+        active = {p for p, i in rows.items() if i.active}
+
+        def held(rel: str, p: Path) -> bool:
+            # Queued or running already; or cancelled by the person and not changed since.
+            item = rows.get(rel)
+            return item is not None and (item.active or item.state == CANCELLED and _mtime(p) <= item.updated_at)
+
         todo = [rel for rel, p in files.items()
-                if rel not in active and not (rel in records and self._unchanged(records[rel], p))]
+                if not held(rel, p) and not (rel in records and self._unchanged(records[rel], p))]
         gone = [path for path in records if path not in files and path not in active]
         return self.queue.put(todo + gone, source) if todo or gone else []
 
@@ -544,6 +552,8 @@ class Engine:
             for i in here:
                 if i not in dropped:
                     queue.save(group[i][2], done=min(len(group[i][1]), end - first[i]))
+        # A cancel that came while the last slice was embedded still stops the file before it is written.
+        dropped |= {i for i in range(len(group)) if i not in dropped and queue.is_cancelled(group[i][2])}
         for i in sorted(dropped):
             queue.save(group[i][2], CANCELLED, done=0, cancel=False)
         kept = [i for i in range(len(group)) if i not in dropped]
@@ -789,6 +799,13 @@ def _languages(records: Iterable[DocRecord]) -> dict[str, int]:
         if r.status in VISIBLE:
             out[r.lang or "unknown"] = out.get(r.lang or "unknown", 0) + r.chars
     return out
+
+
+def _mtime(p: Path) -> float:
+    try:
+        return p.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _hash(data: bytes) -> str:

@@ -185,8 +185,11 @@ def test_dense_ties_keep_snapshot_order(make_engine, tmp_path, embedder):
     chunks = [StoredChunk(f"{c.id}#{k}", f"{c.doc_id}-{k}", c.text, c.meta, c.vector) for k in range(3) for c in base]
     snap = Snapshot.build(chunks, {}, engine.settings)
     qv = embedder.embed_batch([QUERY])[0]
-    n = len(base) + 1  # the cut falls inside a group of ties
+    n = 3 * (len(base) // 2) + 1  # the cut falls inside a group of three ties
     rows, dist = dense_top(snap, qv, n)
     assert rows == sorted(range(len(chunks)), key=lambda i: (dist[i], i))[:n]
     assert [snap.chunks[i].id for i in rows] == [cid for cid, _ in _brute_force(snap, qv, n)]
-    assert rows[-1] == len(base)  # the first of the second copy, not any later copy of the same vector
+    m = len(base)
+    assert [r % m for r in rows[:-1]] == [r % m for r in rows[:-1:3] for _ in range(3)]  # each vector's copies together
+    assert all(rows[k] < rows[k + 1] < rows[k + 2] for k in range(0, n - 1, 3))  # in snapshot order
+    assert rows[-1] < m  # cut inside a tie: the first copy is kept, not a later one

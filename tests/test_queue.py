@@ -1,0 +1,205 @@
+"""The indexing queue and the folder watcher, with real parts: the MiniLM model, Chroma on disk, worker
+threads, real files written by another "program" (the test), and a real process killed with SIGKILL.
+
+What is checked: each file's state is kept on disk and survives a new engine; cancelling a queued file,
+or one being embedded, leaves nothing of it in the index; a restart indexes what was queued or half done,
+each file exactly once; a file written into the folder is indexed within 10 seconds without a click, a
+changed one re-indexed, a deleted one leaves search.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rag.engine import doc_id_for
+from rag.queue import CANCELLED, EMBEDDING, INDEXED, QUEUED, REMOVED
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def note(i: int) -> str:
+    return f"# Note {i}\n\nThe zebra number {i} eats {i * 3} apples every Tuesday in the town of Vila {i}.\n"
+
+
+def long_doc(paragraphs: int) -> str:
+    return "# Long\n\n" + "\n\n".join(
+        f"Paragraph {i} tells how the ferry number {i} crosses the estuary at dawn with {i % 7} boats, "
+        f"passing the lighthouse, the salt pans and the old mill before the tide turns." for i in range(paragraphs))
+
+
+def wait_until(check, timeout: float, step: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(step)
+    return check()
+
+
+def test_queued_files_are_indexed_in_the_background_and_their_states_kept_on_disk(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(6):
+        (folder / f"n{i}.md").write_text(note(i), encoding="utf-8")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.7 not really")
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.start(watch=False)  # the start-up rescan queues every file
+    assert engine.queue.wait_idle(120)
+    items = {i.path: i for i in engine.queue.items()}
+    assert {p: i.state for p, i in items.items()} == {**{f"n{i}.md": INDEXED for i in range(6)}, "broken.pdf": "failed"}
+    assert all(items[f"n{i}.md"].runs == 1 and items[f"n{i}.md"].chunks == 1 for i in range(6))
+    assert items["broken.pdf"].reason
+    assert len(engine.snapshot.chunks) == 6 and engine.calibrated() is not None
+    # Asked again (a rerun, another tab): nothing already indexed is indexed twice.
+    engine.rescan()
+    engine.enqueue(["n0.md"], source="upload")  # an explicit re-index does run again
+    assert engine.queue.wait_idle(60)
+    runs = {i.path: i.runs for i in engine.queue.items()}
+    assert runs["n0.md"] == 2 and all(runs[f"n{i}.md"] == 1 for i in range(1, 6))
+    # The states are on disk: another engine on the same index (a reload, a restart) sees them.
+    engine.stop()
+    again = make_engine(folder, index_dir=tmp_path / "idx")
+    assert {i.path: i.state for i in again.queue.items()} == {i.path: i.state for i in engine.queue.items()}
+
+
+def test_a_cancelled_file_is_not_indexed(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    for i in range(3):
+        (folder / f"n{i}.md").write_text(note(i), encoding="utf-8")
+    engine.enqueue(["n0.md", "n1.md", "n2.md"], source="upload")  # the worker is not running yet
+    assert engine.queue.cancel("n1.md") and not engine.queue.cancel("missing.md")
+    engine.start(watch=False)
+    assert engine.queue.wait_idle(60)
+    states = {i.path: i.state for i in engine.queue.items()}
+    assert states == {"n0.md": INDEXED, "n1.md": CANCELLED, "n2.md": INDEXED}
+    assert "n1.md" not in {d.path for d in engine.documents()}
+    assert all(c.doc_name != "n1.md" for c in engine.search("zebra number 1 apples Tuesday").candidates)
+
+
+def test_cancelling_a_file_while_it_is_embedded_writes_nothing_of_it(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "long.md").write_text(long_doc(1200), encoding="utf-8")  # about 1,200 chunks: many slices
+    (folder / "short.md").write_text(note(1), encoding="utf-8")
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.enqueue(["long.md"], source="upload")
+    engine.start(watch=False)
+    running = wait_until(lambda: (i := engine.queue.get("long.md")) and i.state == EMBEDDING and i.done > 0 and i, 120)
+    assert running and running.done < running.total, running
+    assert engine.queue.cancel("long.md")
+    assert engine.queue.wait_idle(120)
+    item = engine.queue.get("long.md")
+    assert item.state == CANCELLED and item.runs == 0
+    assert all(d.path != "long.md" for d in engine.documents())
+    assert doc_id_for("long.md") not in engine.store.doc_ids()
+    assert {c.doc_id for c in engine.snapshot.chunks} <= {doc_id_for("short.md")}
+    # The rest of the queue went on (the start-up rescan queued short.md too).
+    assert engine.queue.get("short.md").state == INDEXED
+
+
+def test_a_file_written_by_another_program_is_indexed_within_ten_seconds(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "first.md").write_text(note(1), encoding="utf-8")
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.start()  # with the folder watcher
+    assert engine.queue.wait_idle(60)
+
+    (folder / "flamingo.md").write_text("# Birds\n\nThe flamingo of Aveiro sleeps on one leg by the salt pans.\n",
+                                        encoding="utf-8")
+    t0 = time.monotonic()
+    assert wait_until(lambda: any("flamingo" in c.content for c in engine.snapshot.chunks), 10), \
+        "not indexed within 10 s"
+    print(f"indexed {time.monotonic() - t0:.2f} s after it was written")
+    turn = engine.ask("Where does the flamingo of Aveiro sleep?")
+    assert turn.gated.kept and turn.gated.kept[0].doc_name == "flamingo.md"
+
+    # Changed: re-indexed with the new text. Removed: gone from search.
+    (folder / "flamingo.md").write_text("# Birds\n\nThe flamingo of Aveiro now sleeps on the dunes.\n", encoding="utf-8")
+    assert wait_until(lambda: any("dunes" in c.content for c in engine.snapshot.chunks), 10)
+    (folder / "flamingo.md").unlink()
+    assert wait_until(lambda: engine.queue.get("flamingo.md").state == REMOVED, 10)
+    assert all(d.path != "flamingo.md" for d in engine.documents())
+    assert not any("flamingo" in c.content for c in engine.snapshot.chunks)
+
+
+CHILD = r"""
+import json, os, signal, sys
+
+import rag.engine
+from rag.embed import load_embedder
+from rag.engine import Engine
+from rag.settings import load_settings
+from rag.store import ChunkStore
+
+spec = json.loads(sys.argv[1])
+rag.engine.EMBED_GROUP = spec["group"]  # small write groups: the kill falls inside one of several
+settings = load_settings(env={}, folder=spec["folder"], index_dir=spec["index"])
+engine = Engine(settings, embedder=load_embedder())
+if spec["kill_at_write"]:
+    writes = {"n": 0}
+    original = ChunkStore.add
+
+    def add_then_maybe_die(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        writes["n"] += 1
+        if writes["n"] == spec["kill_at_write"]:
+            # This group's chunks are in the store, its records still say pending: half indexed.
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    ChunkStore.add = add_then_maybe_die
+engine.start(watch=False)
+engine.queue.wait_idle(600)
+snap = sorted(c.id for c in engine.snapshot.chunks)
+store = sorted(c.id for c in engine.store.all_chunks())
+counts = engine.store.chunk_counts()
+claims_ok = all(counts.get(r.doc_id, 0) == r.chunks for r in engine.documents())
+print(json.dumps({"items": {i.path: [i.state, i.runs] for i in engine.queue.items()}, "snapshot": snap,
+                  "store": store, "records": {r.path: [r.status, r.chunks] for r in engine.documents()},
+                  "claims_ok": claims_ok}))
+"""
+
+
+def test_killed_with_files_queued_and_one_half_indexed_the_restart_indexes_each_file_once(tmp_path):
+    import sqlite3
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(12):
+        (folder / f"n{i:02d}.md").write_text(note(i), encoding="utf-8")
+    spec = {"folder": str(folder), "index": str(tmp_path / "idx"), "group": 4}
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    killed = subprocess.run([sys.executable, "-c", CHILD, json.dumps({**spec, "kill_at_write": 2})],
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]  # died by the signal, where we put it
+    # What the kill left: the first group indexed; the second written to the store with its records still
+    # `pending` and its files `embedding` on the queue (half indexed); the rest still queued.
+    db = sqlite3.connect(tmp_path / "idx" / "library.sqlite")
+    items = {p: json.loads(x)["state"] for p, x in db.execute("SELECT path, item FROM queue")}
+    records = {json.loads(x)["path"]: json.loads(x)["status"] for (x,) in db.execute("SELECT record FROM documents")}
+    db.close()
+    indexed = sorted(p for p, s in items.items() if s == INDEXED)
+    half = sorted(p for p, s in records.items() if s == "pending")
+    assert indexed and half and len(indexed) + len(half) < 12
+    assert sorted(p for p, s in records.items() if s == "indexed") == indexed
+    assert all(items[p] == EMBEDDING for p in half)
+    assert sum(s == QUEUED for s in items.values()) == 12 - len(indexed) - len(half)
+
+    again = subprocess.run([sys.executable, "-c", CHILD, json.dumps({**spec, "kill_at_write": 0})],
+                           capture_output=True, text=True, env=env, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    out = json.loads(again.stdout.strip().splitlines()[-1])
+    assert out["items"] == {f"n{i:02d}.md": [INDEXED, 1] for i in range(12)}  # each file indexed exactly once
+    assert out["snapshot"] == out["store"] and len(out["store"]) == 12  # Chroma and BM25 hold the same ids
+    assert all(v == ["indexed", 1] for v in out["records"].values()) and out["claims_ok"]
