@@ -233,7 +233,7 @@ def queue_panel(ws: Workspace, recent: int = 12) -> None:
                 text.progress(min(1.0, item.done / item.total), text=md_escape(item.label()))
             else:
                 text.caption(f"{STATE_ICON[item.state]} {md_escape(item.label())}")
-            if cancel.button("", key=f"queue_cancel_{item.seq}", icon=":material/close:", help="Cancel this file"):
+            if cancel.button("Cancel", key=f"queue_cancel_{item.seq}", help=f"Do not index {item.name}"):
                 engine.queue.cancel(item.path)
         if len(active) > recent:
             st.caption(f"… and {len(active) - recent} more queued")
