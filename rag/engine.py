@@ -291,6 +291,8 @@ class Engine:
                 else:
                     todo.append(rel)
             self._index(todo, report, progress)
+            if report.count("removed") and not todo:
+                self._publish()  # (_index publishes whatever it wrote; an unchanged folder rebuilds nothing)
             if not any(r.status == "stale" and r.stamp and r.stamp.model != self.embedder.name for r in self.library.all()):
                 self.store.drop_other_collections()
         self.calibrated()  # now, so the first question after a change does not wait for it
@@ -377,7 +379,8 @@ class Engine:
             self._write_group(group, report)
         if progress:
             progress(total, total, "")
-        self._publish()
+        if rel_paths:
+            self._publish()
 
     def _prepare(self, rel: str) -> tuple[DocRecord, list[Chunk]]:
         kind = kind_of(rel) or "txt"

@@ -203,3 +203,18 @@ def test_killed_with_files_queued_and_one_half_indexed_the_restart_indexes_each_
     assert out["items"] == {f"n{i:02d}.md": [INDEXED, 1] for i in range(12)}  # each file indexed exactly once
     assert out["snapshot"] == out["store"] and len(out["store"]) == 12  # Chroma and BM25 hold the same ids
     assert all(v == ["indexed", 1] for v in out["records"].values()) and out["claims_ok"]
+
+
+def test_an_unchanged_folder_rebuilds_nothing(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"n{i}.md").write_text(note(i), encoding="utf-8")
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.sync()
+    snapshot, calibrations = engine.snapshot, engine.calibrations
+    assert engine.sync().embedded == 0 and engine.rescan() == []
+    assert engine.snapshot is snapshot and engine.calibrations == calibrations  # no BM25 rebuild, no recalibration
+    (folder / "n1.md").unlink()
+    assert [o.status for o in engine.sync().outcomes if o.path == "n1.md"] == ["removed"]
+    assert engine.snapshot is not snapshot and len(engine.snapshot.chunks) == 2
