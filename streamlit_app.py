@@ -174,8 +174,8 @@ def anchor(turn_no: int, n: int) -> str:
 def show_answer(turn_no: int, ans: rag.Answer, gated: rag.Gated, mode_name: str, slot) -> None:
     """The answer with its [n] linked to the citation cards below, then what the check and the generator
     have to say about it."""
-    slot.markdown(rag.linkify(ans, gated.citations, href=lambda c: "#" + anchor(turn_no, c.n),
-                              escape=ui.md_escape))
+    # Each [n] opens its document at the passage (the viewer, in a new tab); the cards below say the same.
+    slot.markdown(rag.linkify(ans, gated.citations, href=ui.viewer_url, escape=ui.md_escape))
     if ans.note:
         fell_back = mode_name == "llm" and ans.mode != "llm"
         (st.warning if fell_back else st.info)(ui.md_escape(ans.note),
@@ -256,6 +256,8 @@ def citation_cards(turn_no: int, gated: rag.Gated, numbers: set[int] | None = No
                         f"cosine distance **{c.distance:.3f}**")
             st.caption(f"link: {ui.md_escape(c.link)}",
                        help=ui.md_escape((engine.folder / c.doc_name).resolve().as_uri() + c.fragment))
+            st.page_link(ui.VIEWER_PAGE, label=f"[{c.n}] Open {c.doc_name} at the passage ({c.fragment})",
+                         icon=":material/open_in_new:", query_params=ui.viewer_params(c))
             st.text(c.quote)
 
 

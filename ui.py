@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
+from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -52,6 +53,19 @@ def md_escape(text: str) -> str:
     \\!\\[x\\]\\(y\\) \\<b\\>
     """
     return "".join("\\" + ch if ch in _PUNCT else ch for ch in text)
+
+
+VIEWER_PAGE = "pages/3_Viewer.py"
+
+
+def viewer_params(c: rag.Citation) -> dict[str, str]:
+    """The viewer's address for a citation: the document (as the index names it) and the quote's range."""
+    return {"doc": c.doc_name, "start": str(c.start), "end": str(c.end)}
+
+
+def viewer_url(c: rag.Citation) -> str:
+    """A relative link to the viewer at this citation's passage (opens in a new tab from Markdown)."""
+    return "Viewer?" + urlencode(viewer_params(c))
 
 
 def one_line(text: str, limit: int = 90) -> str:

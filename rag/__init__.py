@@ -40,12 +40,13 @@ from rag.llm import ChatClient, LLMError  # noqa: E402
 from rag.search import Candidate, SearchResult, rrf  # noqa: E402
 from rag.settings import Settings, load_settings  # noqa: E402
 from rag.store import StoreError  # noqa: E402
+from rag.viewer import Located, Mark, ViewerError  # noqa: E402
 
 __all__ = [
     "NO_ANSWER_SENTENCE", "ChatClient", "CitationCheck", "LLMError", "LLMGenerator", "build_prompt",
     "check_citations", "followup_query", "is_followup", "linkify", "make_generator",
     "Calibration", "DISTANCE", "EMPTY", "LanguageCalibration", "SUPPORT", "SupportRule", "ThresholdChoice",
-    "UNSUPPORTED",
+    "UNSUPPORTED", "Located", "Mark", "ViewerError",
     "Answer", "CAPPED", "Candidate", "ChosenSentence", "Chunk", "Citation", "DocRecord", "Embedder", "Engine",
     "ExtractionError", "Extracted", "ExtractiveGenerator", "FileOutcome", "Gated", "Generator", "KEPT",
     "LibraryStats", "OVER", "SearchResult", "Settings", "Stamp", "StoreError", "Strategy", "SyncReport", "Turn",

@@ -40,6 +40,7 @@ from rag.library import VISIBLE, DocRecord, Library, Stamp, WriterLock, mark_ind
 from rag.queue import CANCELLED, EMBEDDING, EXTRACTING, FAILED, INDEXED, REMOVED, FolderWatcher, IndexQueue, QueueItem
 from rag.search import SearchResult, Snapshot, hybrid_search
 from rag.settings import DEFAULT_THRESHOLD, Settings
+from rag.viewer import Located, ViewerError, locate
 from rag.store import ChunkStore, StoredChunk, chunk_metadata
 
 Progress = Callable[[int, int, str], None]  # (done, total, current file)
@@ -765,6 +766,24 @@ class Engine:
 
     def documents(self) -> list[DocRecord]:
         return self.library.all()
+
+    def document(self, path: str) -> DocRecord:
+        """The library's record of the document at `path` (relative to the folder, as citations name it).
+        Anything else, a path with `..`, an absolute path, a file the library does not hold, is refused:
+        the viewer serves only documents of this folder."""
+        rec = next((r for r in self.library.all() if r.path == path), None) if isinstance(path, str) else None
+        if rec is None or rec.status not in VISIBLE:
+            raise ViewerError(f"{path!r} is not a document of this folder's index; nothing is shown")
+        return rec
+
+    def locate(self, path: str, start: int, end: int) -> Located:
+        """Where characters [start, end) of a document are, to show them marked (`rag.viewer`)."""
+        return locate(self.folder, self.document(path), start, end, max_chars=self.settings.max_chars,
+                      max_pages=self.settings.max_pages)
+
+    def document_bytes(self, path: str) -> bytes:
+        """The bytes of a document of this folder (read-only; `document()` decides what may be read)."""
+        return (self.folder / self.document(path).path).read_bytes()
 
     def stats(self) -> LibraryStats:
         docs = self.library.all()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from urllib.parse import parse_qs, urlparse
 import sys
 import tomllib
 from pathlib import Path
@@ -85,6 +86,17 @@ def citations(at) -> list[tuple[int, str, float]]:
     return out
 
 
+def viewer_links(at) -> dict[int, tuple[str, int, int]]:
+    """n -> (document, start, end) of each citation card's link to the viewer."""
+    out = {}
+    for link in at.get("page_link"):
+        hit = re.match(r"\[(\d+)\] Open ", link.proto.label)
+        if hit:
+            q = dict(link.proto.query_string and parse_qs(link.proto.query_string) or {})
+            out[int(hit[1])] = (q["doc"][0], int(q["start"][0]), int(q["end"][0]))
+    return out
+
+
 def tables(at) -> list:
     """The retrieval tables on the page, one per answer."""
     return [d.value for d in at.dataframe if "verdict" in d.value.columns]
@@ -129,11 +141,15 @@ def test_question_shows_answer_citations_distances_and_table(engine):
     # The quotes are the chunks' own text, shown as plain text; the needle is in one of them.
     assert any(NEEDLE in " ".join(t.value.split()) for t in at.text)
     # The answer carries [n] markers, each a link to its citation card on this page (turn 1).
-    answer = next(m.value for m in at.markdown if "](#cite-" in m.value)
-    links = [(int(a), int(b)) for a, b in re.findall(r"\[\\\[(\d+)\\\]\]\(#cite-1-(\d+)\)", answer)]
-    assert links and all(a == b for a, b in links)
-    assert {n for n, _ in links} <= {n for n, _, _ in cites}
-    assert not re.search(r"\]\((?!#cite-1-\d+\))", answer)  # no other link, and the words stay escaped
+    # Each [n] opens the viewer at its citation's passage: the document and the quote's character range.
+    answer = next(m.value for m in at.markdown if "](Viewer?" in m.value)
+    ranges = {n: r for n, r in viewer_links(at).items()}
+    links = re.findall(r"\[\\\[(\d+)\\\]\]\((Viewer\?[^)]+)\)", answer)
+    assert links and {int(n) for n, _ in links} <= {n for n, _, _ in cites}
+    for n, url in links:
+        q = parse_qs(urlparse(url).query)
+        assert (q["doc"][0], int(q["start"][0]), int(q["end"][0])) == ranges[int(n)]
+    assert not re.search(r"\]\((?!Viewer\?)", answer)  # no other link, and the words stay escaped
     anchors = {m.value for m in at.markdown if m.value.startswith("<span id=")}
     assert anchors == {f'<span id="cite-1-{n}"></span>' for n, _, _ in cites}
     # Which sentences were chosen and why: each is a sentence of its source's quote, with its similarity
@@ -145,7 +161,7 @@ def test_question_shows_answer_citations_distances_and_table(engine):
     for n, sim, _, sentence in picked:
         assert sentence in quotes[n] and 0.0 < sim <= 1.0
     # The answer is exactly the listed sentences, in that order, each with its [n] linked to its card.
-    assert words == " ".join(f"{sentence} [[{n}]](#cite-1-{n})" for n, _, _, sentence in picked)
+    assert re.sub(r"\]\(Viewer\?[^)]+\)", "]", words) == " ".join(f"{sentence} [[{n}]]" for n, _, _, sentence in picked)
     assert [r for _, _, r, _ in sorted(picked, key=lambda p: -p[1])] == list(range(1, len(picked) + 1))
     # Links carry a character fragment for text files.
     assert any(re.fullmatch(r"link: .+\.md#char=\d+,\d+", plain(c.value)) for c in at.caption)
@@ -349,8 +365,9 @@ def test_name_conflict_asks_then_keeps_both(engine, folder):
 
 
 def test_chat_attachment_is_indexed_and_document_text_stays_inert(engine):
-    hostile = ("# Hostile notes\n\nThe purple lighthouse keeper is named Oriol Vantablack. "
-               "<img src=x onerror=alert(1)> <script>alert(2)</script> ![x](http://example.invalid/pixel.png)\n")
+    # One sentence, so that the answer (which quotes only the sentences that answer) carries all of it.
+    hostile = ("# Hostile notes\n\nThe purple lighthouse keeper <img src=x onerror=alert(1)> is named Oriol "
+               "Vantablack <script>alert(2)</script> ![x](http://example.invalid/pixel.png) since 1990.\n")
     at = app().run()
     at.chat_input[0].upload("hostile.md", hostile.encode(), "text/markdown")
     # Asked together with its attachment: the app waits for that file to be indexed, then answers from it.
@@ -366,7 +383,7 @@ def test_chat_attachment_is_indexed_and_document_text_stays_inert(engine):
     assert shown, "the answer quotes the hostile sentence"
     for m in shown:
         assert plain(m).count("<img src=x onerror=alert(1)>") == 1
-        ours = re.sub(r"\[\\\[\d+\\\]\]\(#cite-\d+-\d+\)", "", m)  # the app's own [n] links to its cards
+        ours = re.sub(r"\[\\\[\d+\\\]\]\(Viewer\?[^)]+\)", "", m)  # the app's own [n] links to the viewer
         assert not re.search(r"(?<!\\)(<|!\[|\]\()", ours), m  # no unescaped tag, image or link syntax
 
 

@@ -1,0 +1,145 @@
+"""The viewer: a citation's passage located exactly in its document (real PDFs written here with pymupdf,
+real Markdown, the real engine and model), read back from the page to check the marks, refused paths,
+a file changed since indexing; and the viewer page through AppTest.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import pymupdf
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import rag
+from rag import ViewerError
+
+ROOT = Path(__file__).resolve().parent.parent
+VIEWER = str(ROOT / "pages" / "3_Viewer.py")
+
+TIDE = "The lighthouse keeper of Ponta Azul logs the tide at 04:40 every morning."
+SPAN_END = "Its lamp was electrified in 1931, and the keeper's cottage became a museum."
+SPAN_START = "The tower stands on a granite spur above the harbour."
+
+
+def squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def two_page_pdf() -> bytes:
+    doc = pymupdf.open()
+    p1 = doc.new_page()
+    p1.insert_text((72, 72), "Field notes on coastal stations.", fontsize=11)
+    p1.insert_text((72, 100), "The harbour office opens at nine.", fontsize=11)
+    p1.insert_text((72, 760), SPAN_START, fontsize=11)  # the last line of page 1 ...
+    p2 = doc.new_page()
+    p2.insert_text((72, 72), SPAN_END, fontsize=11)  # ... and the first of page 2: one passage, two pages
+    p2.insert_text((72, 140), TIDE, fontsize=11)
+    doc.set_toc([[1, "Ponta Azul", 1]])  # one section over both pages (without an outline, each page is one)
+    data = doc.tobytes()
+    doc.close()
+    return data
+
+
+@pytest.fixture
+def indexed(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "ponta-azul.pdf").write_bytes(two_page_pdf())
+    (folder / "guide.md").write_text("# Guide\n\n## Uploads\n\nDrop files in the sidebar.\n\n## Limits\n\n"
+                                     "A single upload may be at most 50 MB, and a PDF at most 2,000 pages.\n",
+                                     encoding="utf-8")
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.sync()
+    return engine
+
+
+def chunk_holding(engine, text: str):
+    return next(c for c in engine.snapshot.chunks if squash(text) in squash(c.content))
+
+
+def read_back(data: bytes, marks) -> str:
+    """The text under each highlight rectangle, read from the page by pymupdf, in order."""
+    with pymupdf.open(stream=data, filetype="pdf") as doc:
+        return squash(" ".join(doc[m.page - 1].get_textbox(pymupdf.Rect(r)) for m in marks for r in m.rects))
+
+
+def test_pdf_marks_are_exactly_the_quoted_characters_on_both_pages(indexed):
+    c = chunk_holding(indexed, SPAN_END)
+    assert squash(SPAN_START) in squash(c.content)  # the chunk runs across the page break
+    located = indexed.locate("ponta-azul.pdf", int(c.meta["start"]), int(c.meta["end"]))
+    assert not located.problem and located.quote == c.content
+    assert [m.page for m in located.marks] == [1, 2]
+    assert read_back(indexed.document_bytes("ponta-azul.pdf"), located.marks) == squash(c.content)
+    # A single sentence inside it: its own characters only, not its neighbours'.
+    s = c.content.index("granite")
+    located = indexed.locate("ponta-azul.pdf", int(c.meta["start"]) + s, int(c.meta["start"]) + s + len("granite spur"))
+    assert [m.page for m in located.marks] == [1] and len(located.marks[0].rects) == 1
+    assert read_back(indexed.document_bytes("ponta-azul.pdf"), located.marks) == "granite spur"
+
+
+def test_markdown_passage_is_the_quote_with_its_section(indexed):
+    c = chunk_holding(indexed, "50 MB")
+    located = indexed.locate("guide.md", int(c.meta["start"]), int(c.meta["end"]))
+    assert located.quote == c.content and located.section == "Limits" and located.marks == []
+    assert located.fragment == f"#char={c.meta['start']},{c.meta['end']}"
+
+
+@pytest.mark.parametrize("path", ["../guide.md", "/etc/passwd", "docs/../guide.md", "missing.md", "", "guide.md\x00"])
+def test_paths_that_are_not_documents_of_the_folder_are_refused(indexed, path):
+    with pytest.raises(ViewerError, match="not a document of this folder"):
+        indexed.locate(path, 0, 5)
+    with pytest.raises(ViewerError):
+        indexed.document_bytes(path)
+
+
+def test_a_range_outside_the_text_is_refused(indexed):
+    with pytest.raises(ViewerError, match="not in guide.md"):
+        indexed.locate("guide.md", 10, 10_000_000)
+
+
+def test_a_file_changed_since_indexing_is_not_marked(indexed):
+    c = chunk_holding(indexed, "50 MB")
+    (indexed.folder / "guide.md").write_text("# Guide\n\nEverything was rewritten.\n", encoding="utf-8")
+    located = indexed.locate("guide.md", int(c.meta["start"]), int(c.meta["end"]))
+    assert located.changed and "changed since it was indexed" in located.problem
+    assert located.quote == "" and located.marks == []
+
+
+def viewer(indexed, monkeypatch, **params) -> AppTest:
+    monkeypatch.setenv("RAG_FOLDER", str(indexed.folder))
+    monkeypatch.setenv("RAG_INDEX_DIR", str(indexed.settings.index_path))
+    monkeypatch.setenv("RAG_CONFIG", str(indexed.folder.parent / "none.toml"))
+    at = AppTest.from_file(VIEWER, default_timeout=180)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def test_viewer_page_marks_a_markdown_passage_and_refuses_a_path_outside(indexed, monkeypatch):
+    c = chunk_holding(indexed, "50 MB")
+    at = viewer(indexed, monkeypatch, doc="guide.md", start=c.meta["start"], end=c.meta["end"])
+    assert not at.exception, at.exception
+    body = next(h.proto.body for h in at.get("html"))
+    marked = re.search(r'<mark id="rag-quote"[^>]*>(.*?)</mark>', body, re.S)
+    assert marked and html.unescape(marked.group(1)) == c.content
+    assert any("Limits" in cap.value for cap in at.caption)
+
+    refused = viewer(indexed, monkeypatch, doc="../../etc/passwd", start="0", end="10")
+    assert any("not a document of this folder" in e.value for e in refused.error)
+    assert not refused.get("html")  # nothing served
+
+
+def test_viewer_page_draws_the_pdf_page_with_the_marks(indexed, monkeypatch):
+    c = chunk_holding(indexed, TIDE)
+    s = int(c.meta["start"]) + c.content.index(TIDE)
+    at = viewer(indexed, monkeypatch, doc="ponta-azul.pdf", start=str(s), end=str(s + len(TIDE)))
+    assert not at.exception, at.exception
+    body = next(h.proto.body for h in at.get("html"))
+    assert 'data-page="2"' in body and "data:image/png;base64," in body
+    rects = [tuple(float(x) for x in r.split(",")) for r in re.findall(r'data-rect="([^"]+)"', body)]
+    assert rects
+    with pymupdf.open(stream=indexed.document_bytes("ponta-azul.pdf"), filetype="pdf") as doc:
+        assert squash(" ".join(doc[1].get_textbox(pymupdf.Rect(r)) for r in rects)) == TIDE
