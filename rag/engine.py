@@ -464,12 +464,13 @@ class Engine:
 
     # --- the indexing queue (rag.queue) -----------------------------------------------------------------
 
-    def start(self, watch: bool = True) -> None:
-        """Start indexing in the background: the queue's worker, a rescan of the folder, and (with `watch`)
-        the folder watcher. The app calls it once per engine, so once per process."""
+    def start(self, watch: bool | None = None) -> None:
+        """Start indexing in the background: the queue's worker, a rescan of the folder, and (with `watch`,
+        by default the `watch_folder` setting) the folder watcher. The app calls it once per engine, so
+        once per process."""
         self.queue.start()
         self.rescan(source="folder")
-        if watch and self.watcher is None:
+        if (self.settings.watch_folder if watch is None else watch) and self.watcher is None:
             self.watcher = FolderWatcher(self.folder, lambda: self.rescan(source="folder"),
                                          ignore=[self.settings.index_path])
             self.watcher.start()

@@ -77,6 +77,9 @@ class Settings:
     chroma_port: int = 8000
     collection_prefix: str = "chunks"
 
+    # Pick up files added, changed or removed in the folder by other programs (the app's folder watcher).
+    watch_folder: bool = True
+
     # Limits on what a document may be; each failure message names the limit it hit.
     max_upload_mb: int = 50
     max_pages: int = 2000

@@ -111,7 +111,7 @@ def chroma_server(tmp_path_factory):
     proc.wait(timeout=30)
 
 
-@pytest.fixture(params=["embedded", "server"])
+@pytest.fixture(params=["embedded", pytest.param("server", marks=pytest.mark.server)])
 def store_engine(request, make_engine):
     """make_engine, once with the embedded store and once against a real `chroma run` server."""
     if request.param == "embedded":

@@ -209,7 +209,7 @@ def assert_consistent(state: dict, complete: bool) -> None:
         assert "doc-017.md" in state["answer_docs"]
 
 
-@pytest.fixture(params=["embedded", "server"])
+@pytest.fixture(params=["embedded", pytest.param("server", marks=pytest.mark.server)])
 def store_args(request):
     if request.param == "embedded":
         return []

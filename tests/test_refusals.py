@@ -225,6 +225,10 @@ def test_settings_reject_bad_values_with_the_settings_name():
         rag.load_settings(env={"RAG_MAX_CHUNKS": "2.5"})
     assert rag.load_settings(env={"RAG_THRESHOLD": ""}).threshold is None
     assert rag.load_settings(env={"RAG_THRESHOLD": "0.5"}).threshold == 0.5
+    with pytest.raises(ValueError, match="setting watch_folder: 'perhaps' is not true or false"):
+        rag.load_settings(env={"RAG_WATCH_FOLDER": "perhaps"})
+    assert rag.load_settings(env={"RAG_WATCH_FOLDER": "no"}).watch_folder is False
+    assert rag.load_settings(env={"RAG_WATCH_FOLDER": "1"}).watch_folder is True
     with pytest.raises(ValueError, match="close_support must be at most min_support"):
         rag.load_settings(env={}, close_support=0.9, min_support=0.5)
 
