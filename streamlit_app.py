@@ -116,7 +116,7 @@ with st.sidebar:
     ui.resolve_conflicts(ws)
     ui.upload_log()
 
-    stats = engine.stats()
+    stats = engine.counts()  # cheap: the full statistics are the Library page's
     st.caption(f"{stats.indexed} documents indexed · {stats.chunks} chunks · {stats.failed} failed · "
                f"model {ui.md_escape(stats.model)}")
     language = engine.language_warning(stats)
@@ -347,7 +347,14 @@ def why_not_found(turn: dict, gated: rag.Gated) -> None:
         expected = st.text_input("The sentence you expected the answer to come from", key=f"why-{turn['id']}",
                                  placeholder="Paste it as it stands in your document")
         if expected.strip():
-            d = evaluate.why_not_found(engine, turn["result"], gated, expected)
+            # Computed once per sentence and gate state: a slider move that changes neither does not redo it
+            # (the extraction check reads every document again).
+            key = (expected, gated.threshold, gated.max_chunks, tuple(gated.verdicts), len(engine.snapshot.chunks))
+            memo = turn.setdefault("why", {})
+            if key not in memo:
+                memo.clear()
+                memo[key] = evaluate.why_not_found(engine, turn["result"], gated, expected)
+            d = memo[key]
             st.markdown(f"**{ui.md_escape(d.verdict)}**: {ui.md_escape(d.message)}")
             if d.straddles:
                 st.caption("It falls across these two chunks:")

@@ -152,6 +152,7 @@ class Engine:
         self._chunks_by_doc: dict[str, list[StoredChunk]] = {}
         self._unpublished = 0  # chunks written to the store and not yet in the snapshot
         self._folder_uncovered = False  # most of the folder in a language the model does not read
+        self._languages: dict[str, int] = {}  # characters of searchable text per language, as of the last publish
         self._tokens: dict[tuple[str, str], list[str]] = {}  # BM25 tokens of published chunks
         self._publish_lock = threading.Lock()
         self.calibrations = 0  # how many times the calibration was computed (not loaded) in this process
@@ -231,7 +232,8 @@ class Engine:
             self._tokens = cache
             self.snapshot = Snapshot.build(chunks, docs, self.settings, tokens)
             self._unpublished = 0
-            self._folder_uncovered = self._uncovered_language(_languages(records.values())) is not None
+            self._languages = _languages(records.values())
+            self._folder_uncovered = self._uncovered_language(self._languages) is not None
 
     def fusion_weights(self, settings: Settings | None = None) -> dict[str, float]:
         """RRF weights; BM25 weighs more when most of the folder is in a language the model does not cover.
@@ -785,6 +787,15 @@ class Engine:
     def document_bytes(self, path: str) -> bytes:
         """The bytes of a document of this folder (read-only; `document()` decides what may be read)."""
         return (self.folder / self.document(path).path).read_bytes()
+
+    def counts(self) -> LibraryStats:
+        """What the sidebar shows on every run, without reading every record or walking the store's folder:
+        counts per status from SQLite, chunks and languages as of the last publish. `size_on_disk` is None."""
+        by = self.library.status_counts()
+        return LibraryStats(documents=sum(by.values()), indexed=by.get("indexed", 0), failed=by.get("failed", 0),
+                            stale=by.get("stale", 0), pending=by.get("pending", 0), chunks=len(self.snapshot.chunks),
+                            size_on_disk=None, model=self.embedder.name, dimension=self.embedder.dimension,
+                            languages=dict(self._languages))
 
     def stats(self) -> LibraryStats:
         docs = self.library.all()

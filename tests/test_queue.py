@@ -218,3 +218,17 @@ def test_an_unchanged_folder_rebuilds_nothing(make_engine, tmp_path):
     (folder / "n1.md").unlink()
     assert [o.status for o in engine.sync().outcomes if o.path == "n1.md"] == ["removed"]
     assert engine.snapshot is not snapshot and len(engine.snapshot.chunks) == 2
+
+
+def test_the_sidebar_counts_agree_with_the_full_statistics(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"n{i}.md").write_text(note(i), encoding="utf-8")
+    (folder / "broken.pdf").write_bytes(b"not a pdf")
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.sync()
+    full, cheap = engine.stats(), engine.counts()
+    assert (cheap.documents, cheap.indexed, cheap.failed, cheap.chunks) == (4, 3, 1, 3)
+    assert (full.documents, full.indexed, full.failed, full.chunks, full.languages) == \
+        (cheap.documents, cheap.indexed, cheap.failed, cheap.chunks, cheap.languages)
