@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,16 +99,28 @@ def resolve_model(model: str) -> tuple[str, Path]:
 
 
 def _card_languages(path: Path) -> tuple[str, ...]:
-    card = path / "README.md"
-    if not card.is_file():
+    """Lowercase language codes from the model card's YAML front matter (`language:` or `languages:`,
+    a string or a list); () when there is no card, no front matter, or it is not valid YAML."""
+    import yaml
+
+    try:
+        text = (path / "README.md").read_text(encoding="utf-8-sig", errors="replace")
+        lines = text.replace("\r\n", "\n").lstrip().split("\n")
+        if lines[0].rstrip() != "---":
+            return ()
+        close = next(i for i in range(1, len(lines)) if lines[i].rstrip() == "---")
+        meta = yaml.safe_load("\n".join(lines[1:close]))
+        value = meta.get("language", meta.get("languages"))
+    except Exception:  # no file, no closing line, broken YAML, front matter that is not a mapping
         return ()
-    head = card.read_text(encoding="utf-8", errors="replace").split("---")
-    front = head[1] if len(head) > 2 else ""
-    m = re.search(r"^language:\s*(.*)$((?:\n\s*-\s*.*)*)", front, re.M)
-    if not m:
-        return ()
-    items = [m.group(1)] + re.findall(r"-\s*(\S+)", m.group(2))
-    return tuple(x.strip().strip("'\"[]") for x in items if x.strip())
+    items = [value] if isinstance(value, (str, bool)) else value if isinstance(value, list) else []
+    codes = []
+    for item in items:
+        if item is False:  # YAML 1.1 reads the bare code `no` (Norwegian) as false
+            item = "no"
+        if isinstance(item, str) and item.strip():
+            codes.append(item.strip().lower())
+    return tuple(dict.fromkeys(codes))
 
 
 @functools.lru_cache(maxsize=4)

@@ -10,22 +10,34 @@ What it does not do: OCR (an image-only PDF fails with that reason), guess encod
 UTF-8), or keep formatting. A file that cannot be read raises `ExtractionError` with a reason a person
 understands; nothing here writes anything.
 
+Markdown structure comes from markdown-it-py's CommonMark block parser: ATX and setext headings are
+sections (a setext underline belongs to its heading), nothing inside a code fence is ever a heading, and
+YAML front matter at the top of a file is in the text (offsets stay positions in the file) but in no
+section, so no chunk quotes it; its `title:` names a document that has no `#` heading.
+
 >>> doc = extract_bytes(b"# Handbook\\n\\n## Upload\\n\\nDrop files here.\\n", "guide.md")
 >>> doc.title, [(s.path, doc.text[s.start:s.end].strip()) for s in doc.sections]
 ('Handbook', [(('Upload',), 'Drop files here.')])
+>>> doc = extract_bytes(b"---\\ntitle: Notes\\ntags: [a]\\n---\\nUpload\\n------\\nDrop files.\\n", "n.md")
+>>> doc.title, [(s.path, doc.text[s.start:s.end].strip()) for s in doc.sections]
+('Notes', [(('Upload',), 'Drop files.')])
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+from markdown_it import MarkdownIt
+
 SUPPORTED = {".md": "md", ".markdown": "md", ".txt": "txt", ".pdf": "pdf"}
-EXTRACTOR_VERSIONS = {"md": "md-1", "txt": "txt-1", "pdf": "pdf-1"}
+EXTRACTOR_VERSIONS = {"md": "md-2", "txt": "txt-1", "pdf": "pdf-1"}
 TITLE_MAX = 80  # a first line longer than this is a paragraph, not a title (issue 7)
 
 
@@ -39,7 +51,7 @@ class ExtractionError(Exception):
 
 @dataclass(frozen=True)
 class Section:
-    start: int  # body of the section in the canonical text, heading line excluded
+    start: int  # body of the section in the canonical text, heading lines excluded
     end: int
     path: tuple[str, ...]  # headings below the title, outermost first; () for text before any heading
 
@@ -113,48 +125,96 @@ def _decode_text(data: bytes) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+@functools.lru_cache(maxsize=1)
+def _markdown_parser() -> MarkdownIt:
+    # Only block structure is needed; skipping inline parsing keeps a large file cheap. `parse` keeps its
+    # state per call, so one parser serves every thread.
+    return MarkdownIt("commonmark").disable(["inline", "text_join"])
 
 
 def _clean_heading(text: str) -> str:
     # Headings go into chunk headers: keep them short and free of Markdown decoration.
-    text = re.sub(r"[*_`]+", "", text).strip()
+    text = re.sub(r"[*_`]+", "", text)
+    text = " ".join(text.split())  # a setext heading may span several lines
     return text[:TITLE_MAX].rstrip()
 
 
+def _line_starts(text: str) -> list[int]:
+    return [0] + [m.end() for m in re.finditer("\n", text)]
+
+
+def _front_matter(lines: list[str]) -> tuple[int, dict] | None:
+    """(lines the YAML front matter takes, its mapping), or None when the file does not start with one.
+
+    Front matter is a `---` first line, a closing `---` or `...` line, and between them YAML that loads
+    as a mapping (or nothing at all). Anything else (`---` as a thematic break, text that is not YAML)
+    is left to the Markdown parser.
+    """
+    if not lines or lines[0].rstrip() != "---":
+        return None
+    close = next((i for i in range(1, len(lines)) if lines[i].rstrip() in ("---", "...")), None)
+    if close is None:
+        return None
+    body = "\n".join(lines[1:close])
+    if not body.strip():
+        return close + 1, {}
+    try:
+        meta = yaml.safe_load(body)
+    except Exception:  # YAMLError, and anything odd a constructor raises: then it is not front matter
+        return None
+    return (close + 1, meta) if isinstance(meta, dict) else None
+
+
 def _extract_markdown(text: str, name: str) -> Extracted:
-    headings: list[tuple[int, int, int, str]] = []  # (line start, line end, level, text)
-    fence = None
-    pos = 0
-    for line in text.split("\n"):
-        end = pos + len(line)
-        m = _FENCE.match(line)
-        if m:
-            marker = m.group(1)[0]
-            fence = None if fence == marker else (fence or marker)
-        elif fence is None:
-            h = _HEADING.match(line)
-            if h and h.group(2).strip():
-                headings.append((pos, end, len(h.group(1)), _clean_heading(h.group(2))))
-        pos = end + 1
+    lines = text.split("\n")
+    starts = _line_starts(text)
+
+    def offset(line_no: int) -> int:  # where a line begins; past the last line, the end of the text
+        return starts[line_no] if line_no < len(starts) else len(text)
+
+    fm_lines, fm_title = 0, ""
+    front = _front_matter(lines)
+    if front:
+        fm_lines, meta = front
+        if isinstance(meta.get("title"), str):
+            fm_title = _clean_heading(meta["title"])
+    body_from = offset(fm_lines)  # the front matter, if any, is in the text but in no section
+
+    headings: list[tuple[int, int, int, str]] = []  # (first line start, body start after it, level, text)
+    tokens = _markdown_parser().parse(text[body_from:])
+    for i, tok in enumerate(tokens):
+        # Top-level headings only: a heading inside a quote or a list item is part of that block.
+        if tok.type != "heading_open" or tok.level != 0 or not tok.map:
+            continue
+        heading = _clean_heading(tokens[i + 1].content if i + 1 < len(tokens) else "")
+        if not heading:  # an empty `#` line stays text, as it reads
+            continue
+        first, after = tok.map[0] + fm_lines, tok.map[1] + fm_lines
+        headings.append((offset(first), offset(after), int(tok.tag[1]), heading))
 
     if not headings:
         # A Markdown file with no headings is plain text with a title line, maybe.
-        return _extract_plain(text, name, kind="md")
-    title_heading = next((h for h in headings if h[2] == 1), headings[0])
-    title = title_heading[3]
+        if fm_title:
+            title, body = fm_title, body_from
+        else:
+            title, rel = _title_from_first_line(text[body_from:], name)
+            body = body_from + rel
+        return Extracted(name=name, kind="md", title=title, text=text, sections=[Section(body, len(text), ())],
+                         version=EXTRACTOR_VERSIONS["md"])
+    # The title: the first `#` heading, else the front matter's title, else the first heading.
+    title_heading = next((h for h in headings if h[2] == 1), None if fm_title else headings[0])
+    title = title_heading[3] if title_heading else fm_title
 
     sections: list[Section] = []
     stack: list[tuple[int, int, int, str]] = []
-    body_start, path = 0, ()
+    body_start, path = body_from, ()
     for h in headings:
         if text[body_start:h[0]].strip():
             sections.append(Section(body_start, h[0], path))
         stack = [s for s in stack if s[2] < h[2]] + [h]
         # The title heading names the document; it is not a section of it.
         path = tuple(s[3] for s in stack if s is not title_heading)
-        body_start = min(h[1] + 1, len(text))
+        body_start = h[1]
     sections.append(Section(body_start, len(text), path))
     sections = [s for s in sections if text[s.start:s.end].strip()]
     return Extracted(name=name, kind="md", title=title, text=text, sections=sections, version=EXTRACTOR_VERSIONS["md"])

@@ -258,3 +258,100 @@ def test_limits_name_the_limit(tmp_path):
 def test_paragraphs_are_trimmed_spans():
     text = "  a b  \n\n\n c \n \nd"
     assert [text[s:e] for s, e in paragraphs(text, 0, len(text))] == ["a b", "c", "d"]
+
+
+# --- Markdown structure from a CommonMark parser (issue 13) -------------------------------------------
+
+def chunks_of(md: str, name: str = "n.md"):
+    doc = extract_bytes(md.encode(), name)
+    chunks = chunk_document(doc, "d", strategy("E", 512))
+    assert_offsets(doc, chunks)
+    return doc, chunks
+
+
+def test_front_matter_is_never_quoted_and_names_a_document_without_heading():
+    front = "---\ntitle: Trip to Lisbon\ntags: [travel, notes]\ncreated: 2024-05-01\n---\n"
+    doc, chunks = chunks_of(front + "We took the night train.\n\nThe hotel was near the river.\n")
+    assert doc.title == "Trip to Lisbon"
+    assert doc.text.startswith(front)  # offsets stay positions in the file
+    assert all(s.start >= len(front) for s in doc.sections)
+    assert chunks and "We took the night train." in chunks[0].content
+    for c in chunks:
+        assert not any(ln in c.content for ln in ("title:", "tags:", "created:", "---"))
+        assert c.text.startswith("[Trip to Lisbon]")
+    # With headings, the front matter is still in no chunk; a `#` heading names the document.
+    doc, chunks = chunks_of(front + "## Day one\n\nArrived late.\n")
+    assert doc.title == "Trip to Lisbon" and [s.path for s in doc.sections] == [("Day one",)]
+    doc, chunks = chunks_of("---\ntitle: Ignored\n...\n# Real title\n\nBody text.\n")
+    assert doc.title == "Real title" and [c.content for c in chunks] == ["Body text."]
+
+
+def test_dashes_that_are_not_front_matter_stay_text():
+    # Not YAML between the lines: a thematic break and a setext heading, as CommonMark reads it.
+    doc, chunks = chunks_of("---\nJust a line: with: colons: [\n---\n\nBody.\n", "x.md")
+    assert any("Body." in c.content for c in chunks)
+    doc, chunks = chunks_of("Intro text.\n\n---\ntitle: x\n---\n\nMore.\n", "y.md")
+    assert any("Intro text." in c.content for c in chunks)  # front matter only counts at the very top
+
+
+def test_setext_headings_are_sections_and_their_underlines_never_quoted():
+    md = ("User guide\n==========\n\nIntro paragraph.\n\nUploading\n---------\n\nDrop files here.\n\n"
+          "### Limits\n\nFifty megabytes.\n\nDeleting\n--------\n\nUse the bin.\n")
+    doc, chunks = chunks_of(md, "guide.md")
+    assert doc.title == "User guide"
+    assert [s.path for s in doc.sections] == [(), ("Uploading",), ("Uploading", "Limits"), ("Deleting",)]
+    assert [c.content for c in chunks] == ["Intro paragraph.", "Drop files here.", "Fifty megabytes.", "Use the bin."]
+    for c in chunks:
+        assert "===" not in c.content and "---" not in c.content
+    assert chunks[2].text.startswith("[User guide > Uploading > Limits]\n")
+
+
+def test_four_backtick_fence_is_closed_only_by_four():
+    md = ("# Doc\n\n## Setup\n\nRun this:\n\n````bash\n```\n# not a heading\necho hi\n```\n````\n\n"
+          "## After\n\nDone.\n")
+    doc, chunks = chunks_of(md, "fence.md")
+    assert [s.path for s in doc.sections] == [("Setup",), ("After",)]
+    fence_start, fence_end = md.index("````bash"), md.rindex("````") + 4
+    for s in doc.sections:
+        assert not fence_start < s.start < fence_end
+    (holder,) = [s for s in doc.sections if s.start <= fence_start and fence_end <= s.end]
+    assert holder.path == ("Setup",)
+    assert any("# not a heading" in c.content and c.section == "Setup" for c in chunks)
+
+
+@pytest.mark.parametrize("card,expect", [
+    ("---\nlanguage:\n- en\n- pt\nlicense: apache-2.0\n---\n# Model\n", ("en", "pt")),
+    ("---\nlicense: mit\nlanguage: [en, PT]\n---\n", ("en", "pt")),
+    ("---\nlanguage: en\n---\nText.\n", ("en",)),
+    ("---\nlanguages:\n  - de\n  - no\n---\n", ("de", "no")),
+    ("---\nlanguage: [en, pt\n  bad: : yaml\n---\n", ()),
+    ("---\nlanguage: en\n", ()),  # no closing line
+    ("# Model\n\nlanguage: en\n", ()),  # no front matter
+])
+def test_model_card_languages_come_from_its_yaml(tmp_path, card, expect):
+    from rag.embed import _card_languages
+
+    (tmp_path / "README.md").write_text(card, encoding="utf-8")
+    assert _card_languages(tmp_path) == expect
+    assert _card_languages(tmp_path / "missing") == ()
+
+
+md_line = st.one_of(line, st.sampled_from(["---", "===", "-", "...", "````", "~~~", "title: x", "    # code", "> # quoted"]))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.booleans(), st.lists(md_line, min_size=1, max_size=60))
+def test_front_matter_setext_and_fences_keep_offsets_on_random_markdown(with_front, lines):
+    front = "---\ntitle: Random\nlanguage: [en]\n---\n" if with_front else ""
+    try:
+        doc = extract_bytes((front + "\n".join(lines)).encode(), "random.md")
+    except ExtractionError as exc:
+        assert "no text" in exc.reason or "empty" in exc.reason
+        return
+    chunks = chunk_document(doc, "r", strategy("E", 120))
+    assert_offsets(doc, chunks)
+    assert all(c.start >= len(front) for c in chunks)  # the front matter is never quoted
+    for c in chunks:
+        assert any(s.start <= c.start and c.end <= s.end for s in doc.sections)
+    if with_front and not any(ln == "===" or re.match(r"\s*#\s", ln) for ln in lines):
+        assert doc.title == "Random"  # no `#` heading (ATX or setext) can exist: the front matter names it
