@@ -13,6 +13,7 @@ What it does not do: cache vectors (the store does) or choose what to embed (the
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 import threading
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ NORM_TOLERANCE = 1e-3
 
 @dataclass
 class Embedder:
-    name: str  # what the stamp records: the built-in name, or the model directory's name
+    name: str  # what the stamp records: the built-in name, or the directory's name and content fingerprint
     path: Path
     dimension: int
     max_tokens: int  # the encoder window, in word-pieces, special tokens included
@@ -95,7 +96,22 @@ def resolve_model(model: str) -> tuple[str, Path]:
         raise ValueError(
             f"model {model!r} is neither {DEFAULT_MODEL!r} nor a sentence-transformers model directory on disk"
         )
-    return path.resolve().name, path.resolve()
+    return f"{path.resolve().name}-{model_fingerprint(path.resolve())}", path.resolve()
+
+
+def model_fingerprint(path: Path) -> str:
+    """Ten hex digits that identify a model directory by its content: every file's relative name and size,
+    and the bytes of its small text files (configs, vocabularies). Two copies of one model agree; `v1/model`
+    and `v2/model` do not, so their vectors are never stamped alike. The weights are not read (sizes are
+    enough to tell two trainings apart; reading gigabytes at every start is not)."""
+    h = hashlib.sha1()
+    for p in sorted(path.rglob("*")):
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts):
+            size = p.stat().st_size
+            h.update(f"{p.relative_to(path).as_posix()}\0{size}\0".encode())
+            if p.suffix in (".json", ".txt", ".model") and size < 2_000_000:
+                h.update(p.read_bytes())
+    return h.hexdigest()[:10]
 
 
 def _card_languages(path: Path) -> tuple[str, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -233,17 +234,29 @@ def test_model_chosen_by_path_marks_stale_and_reindexes(store_engine, tmp_path, 
     other = tmp_path / "my-minilm-copy"
     shutil.copytree(embedder.path, other)
     _, engine2 = indexed_then_reopened(store_engine, tmp_path, model=str(other))
-    assert engine2.embedder.name == "my-minilm-copy"
+    assert engine2.embedder.name == f"my-minilm-copy-{rag.embed.model_fingerprint(other)}"
     rec = engine2.documents()[0]
     assert rec.status == "stale"
     assert engine2.snapshot.chunks == []  # the other model's vectors are never compared with this one's
     engine2.sync()
     rec = engine2.documents()[0]
-    assert rec.status == "indexed" and rec.stamp.model == "my-minilm-copy"
+    assert rec.status == "indexed" and rec.stamp.model == engine2.embedder.name
     assert engine2.search("ERR-4017").candidates[0].doc_name == "a.md"
     names = [getattr(c, "name", c) for c in engine2.store.client.list_collections()]
     names = [n for n in names if n.startswith(engine2.settings.collection_prefix + "-")]
     assert names == [engine2.store.name]  # the old model's collection is gone once nothing needs it
+
+
+def test_a_model_by_path_is_stamped_by_its_content_not_its_folder_name(embedder, tmp_path):
+    one, two = tmp_path / "v1" / "model", tmp_path / "v2" / "model"
+    shutil.copytree(embedder.path, one)
+    shutil.copytree(embedder.path, two)
+    assert rag.embed.resolve_model(str(one))[0] == rag.embed.resolve_model(str(two))[0]  # the same model
+    config = json.loads((two / "config.json").read_text())
+    config["layer_norm_eps"] = 1e-6  # another training's config, same folder name
+    (two / "config.json").write_text(json.dumps(config))
+    a, b = rag.embed.resolve_model(str(one))[0], rag.embed.resolve_model(str(two))[0]
+    assert a != b and a.startswith("model-") and b.startswith("model-")
 
 
 def test_pending_work_from_a_crash_is_undone_at_start(store_engine, tmp_path):
