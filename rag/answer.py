@@ -7,10 +7,12 @@ for a refusal: when the gate kept nothing, the refusal text is the answer (DESIG
 Two generators:
 
 - `ExtractiveGenerator` (the default, offline) writes nothing of its own: it scores every sentence of
-  the kept chunks against the question with the same embedding model, keeps the best few (no
-  duplicates), and prints them in citation order, and in document order within a chunk, each followed
-  by its [n]. Every character of its answer, apart from the markers and the joining spaces, is a
-  character of a quote. `last_chosen` says which sentences it chose and their scores.
+  the kept chunks against the question with the same embedding model, keeps the best one and, up to
+  `max_sentences`, the others that support the question about as well (`AnswerRule`: close to the best
+  one's similarity and holding enough of the question's content words), no duplicates, and prints them
+  in citation order, and in document order within a chunk, each followed by its [n]. Every character of
+  its answer, apart from the markers and the joining spaces, is a character of a quote. `last_chosen`
+  says which sentences it chose, their scores and their lexical support.
 - `LLMGenerator` asks an OpenAI-compatible server the user runs (`rag.llm.ChatClient`). The prompt
   numbers the sources, each inside its own `<source n=".." document=".." locator="..">` block; the
   instructions say to answer only from them, cite every claim as [n], never write links, treat source
@@ -40,7 +42,7 @@ import numpy as np
 from rag.chunk import sentences
 from rag.embed import Embedder, count_tokens
 from rag.gate import Citation, Gated
-from rag.lexical import fold
+from rag.lexical import LANGUAGES, analyze, fold, question_terms, term_tokens
 from rag.llm import ChatClient, LLMError
 
 # The one sentence an LLM must reply with when the sources do not hold the answer.
@@ -54,6 +56,8 @@ class ChosenSentence:
     score: float  # cosine similarity to the question
     start: int  # offsets in the citation's quote
     end: int
+    support: float = 1.0  # share of the question's content words the sentence holds (`sentence_support`)
+    words: tuple[str, ...] = ()  # those words (`question_words_held`)
 
 
 @dataclass(frozen=True)
@@ -109,23 +113,92 @@ class Generator(Protocol):
 
 # --- extractive -------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class AnswerRule:
+    """Which sentences besides the best one an extractive answer keeps. The best sentence (closest to the
+    question) is always kept; another is kept when it
+
+    - is within `margin` of the best sentence's cosine similarity to the question,
+    - holds at least `min_support` of the question's content words (`sentence_support`), and
+    - supports the question about as well as the best one: its support is at most `support_margin` below
+      the best sentence's, or (`new_words`) it holds a question word that no sentence chosen so far holds
+      (the other half of a two-part question).
+
+    None turns a test off; `EVERY_SENTENCE` is the rule before issue 12: the best `max_sentences`,
+    whatever they say. The parameters were chosen on the dev half of the SQuAD 2.0 questions (English and
+    Portuguese) and are reported on the test half and the sample folder: bench/answer_quality.py.
+    """
+
+    margin: float | None = 0.25
+    min_support: float | None = 0.25
+    support_margin: float | None = 0.0
+    new_words: bool = True
+
+    def keeps(self, best: ChosenSentence, c: ChosenSentence, covered: set[str] | frozenset[str] = frozenset()) -> bool:
+        """Whether `c` may join an answer whose best sentence is `best`; `covered`: the question words
+        the sentences chosen so far hold."""
+        if self.margin is not None and c.score < best.score - self.margin - 1e-9:
+            return False
+        if self.min_support is not None and c.support + 1e-9 < self.min_support:
+            return False
+        if self.support_margin is None or c.support + 1e-9 >= best.support - self.support_margin:
+            return True
+        return self.new_words and any(w not in covered for w in c.words)
+
+
+ANSWER_RULE = AnswerRule()
+EVERY_SENTENCE = AnswerRule(None, None, None, False)  # the rule before issue 12: the best few, however far off
+
+
+def question_words_held(terms: Sequence[str], text: str) -> tuple[str, ...]:
+    """The question's content words (`question_terms`) a sentence holds, in the question's order: a word
+    counts when all its index tokens are among the sentence's tokens under the English or the Portuguese
+    analyzer (the sentence's language is not known here; a word found under either counts).
+
+    >>> terms = question_terms("At what time does the Ponta Azul lighthouse keeper log the tide?")
+    >>> question_words_held(terms, "The lighthouse keeper of Ponta Azul logs the tide at 04:40 every morning.")
+    ('ponta', 'azul', 'lighthouse', 'keeper', 'log', 'tide')
+    >>> question_words_held(terms, "The harbour office opens at nine.")
+    ()
+    """
+    found: set[str] = set()
+    for lang in LANGUAGES:
+        tokens = set(analyze(text, lang))
+        found.update(t for t in terms if t not in found and all(x in tokens for x in term_tokens(t, lang)))
+    return tuple(t for t in terms if t in found)
+
+
+def sentence_support(terms: Sequence[str], text: str) -> float:
+    """The share of a question's content words a sentence holds (`question_words_held`); no terms: 1.0.
+
+    >>> sentence_support(["lighthouse", "tide", "time"], "The lighthouse keeper logs the tide.")
+    0.6666666666666666
+    """
+    return len(question_words_held(terms, text)) / len(terms) if terms else 1.0
+
+
 class ExtractiveGenerator:
     name = "extractive"
 
-    def __init__(self, embedder: Embedder, max_sentences: int = 3, min_words: int = 3):
+    def __init__(self, embedder: Embedder, max_sentences: int = 3, min_words: int = 3,
+                 rule: AnswerRule = ANSWER_RULE):
         self.embedder = embedder
         self.max_sentences = max_sentences
         self.min_words = min_words
+        self.rule = rule
         self.last_chosen: list[ChosenSentence] = []
 
-    def choose(self, question: str, citations: list[Citation]) -> list[ChosenSentence]:
+    def ranked(self, question: str, citations: list[Citation]) -> list[ChosenSentence]:
+        """Every sentence of the kept chunks (the same words once; very short ones left out when their
+        chunk has others), best cosine similarity first, each with its lexical support."""
         pool: list[tuple[int, int, int, str]] = []
         seen: set[str] = set()
         for c in citations:
-            for s, e in sentences(c.quote):
+            spans = sentences(c.quote)
+            for s, e in spans:
                 text = c.quote[s:e]
                 key = " ".join(fold(text).split())
-                if key in seen or len(text.split()) < self.min_words and len(sentences(c.quote)) > 1:
+                if key in seen or len(text.split()) < self.min_words and len(spans) > 1:
                     continue
                 seen.add(key)
                 pool.append((c.n, s, e, text))
@@ -133,18 +206,37 @@ class ExtractiveGenerator:
             return []
         vecs = self.embedder.embed_cached([question] + [p[3] for p in pool])
         sims = vecs[1:] @ vecs[0]
+        terms = question_terms(question)
+        out = []
+        for i in np.argsort(-sims, kind="stable"):
+            held = question_words_held(terms, pool[i][3])
+            out.append(ChosenSentence(pool[i][0], pool[i][3], float(sims[i]), pool[i][1], pool[i][2],
+                                      len(held) / len(terms) if terms else 1.0, held))
+        return out
+
+    def select(self, ranked: Sequence[ChosenSentence], rule: AnswerRule | None = None) -> list[ChosenSentence]:
+        """From `ranked` (best first): the best sentence, then those `rule` keeps, up to `max_sentences`,
+        in citation order and document order within a chunk."""
+        rule = self.rule if rule is None else rule
         chosen: list[ChosenSentence] = []
         keys: list[str] = []
-        for i in np.argsort(-sims, kind="stable"):
-            key = " ".join(fold(pool[i][3]).split())
+        covered: set[str] = set()
+        for c in ranked:
+            if chosen and not rule.keeps(chosen[0], c, covered):
+                continue
+            key = " ".join(fold(c.text).split())
             # The same words twice (a PDF and its source, a sentence cut by a page break) say nothing new.
             if any(key in k or k in key for k in keys):
                 continue
             keys.append(key)
-            chosen.append(ChosenSentence(pool[i][0], pool[i][3], float(sims[i]), pool[i][1], pool[i][2]))
+            chosen.append(c)
+            covered.update(c.words)
             if len(chosen) == self.max_sentences:
                 break
         return sorted(chosen, key=lambda c: (c.n, c.start))
+
+    def choose(self, question: str, citations: list[Citation]) -> list[ChosenSentence]:
+        return self.select(self.ranked(question, citations))
 
     def generate(self, question: str, citations: list[Citation]) -> Iterator[str]:
         self.last_chosen = self.choose(question, citations)

@@ -13,7 +13,8 @@ import pytest
 
 import rag
 from rag import NO_ANSWER_SENTENCE, check_citations, gate, is_followup, linkify
-from rag.answer import Answer, answer_sentences
+from rag.answer import (ANSWER_RULE, EVERY_SENTENCE, Answer, AnswerRule, ChosenSentence, ExtractiveGenerator,
+                        answer_sentences)
 from tests.conftest import CountingGenerator
 
 NEEDLES = Path(__file__).resolve().parent.parent / "bench" / "sample_needles.jsonl"
@@ -197,3 +198,102 @@ def test_followup_retrieves_what_its_standalone_form_does(sample_engine, previou
     bare = sample_engine.ask(followup)
     assert bare.result.query == followup and bare.answer.standalone_question is None
     assert [c.chunk_id for c in bare.result.candidates[:4]] != [c.chunk_id for c in turn.result.candidates[:4]]
+
+
+# --- which sentences the extractive answer keeps (issue 12, part 3) ----------------------------------
+
+LIGHTHOUSE = "The lighthouse keeper of Ponta Azul logs the tide at 04:40 every morning."
+
+
+def _pdf(path: Path, pages: list[list[str]]) -> None:
+    import pymupdf
+
+    doc = pymupdf.open()
+    for lines in pages:
+        page = doc.new_page()
+        for i, line in enumerate(lines):
+            page.insert_text((72, 72 + 20 * i), line)
+    doc.save(path)
+    doc.close()
+
+
+def test_extractive_answer_quotes_only_the_sentence_that_answers(make_engine, tmp_path):
+    """The issue's example: the answer is the lighthouse sentence alone, not the field notes of page 1."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    _pdf(docs / "coast.pdf", [
+        ["Field notes on coastal stations.", "The harbour office opens at nine.",
+         "Fishing boats leave the quay before dawn.", "The station keeps a small library of charts."],
+        [LIGHTHOUSE, "The lamp was converted to electricity in 1956.", "Visitors may climb the tower on Sundays."],
+    ])
+    engine = make_engine(docs)
+    assert engine.sync().count("failed") == 0
+    question = "At what time does the Ponta Azul lighthouse keeper log the tide?"
+    turn = engine.ask(question)
+    a, cits = turn.answer, turn.gated.citations
+    assert not a.refused and a.mode == "extractive", a.text
+    n = next(c.n for c in cits if LIGHTHOUSE in c.quote)
+    assert [(c.text, c.n) for c in a.chosen] == [(LIGHTHOUSE, n)]
+    assert a.text == f"{LIGHTHOUSE} [{n}]" and a.flags == []
+    assert a.chosen[0].words == ("ponta", "azul", "lighthouse", "keeper", "log", "tide")
+    # As in the issue, page 1's passage kept too (no support test, a wide threshold): still one sentence.
+    wide = gate(turn.result, 1.0)
+    assert any("Field notes on coastal stations." in c.quote for c in wide.citations)
+    b = engine.answer(wide)
+    n = next(c.n for c in wide.citations if LIGHTHOUSE in c.quote)
+    assert b.text == f"{LIGHTHOUSE} [{n}]" and [c.text for c in b.chosen] == [LIGHTHOUSE]
+    # The old rule (the best three, whatever they say) filled the answer with sentences that do not answer.
+    old = ExtractiveGenerator(engine.embedder, rule=EVERY_SENTENCE).choose(question, wide.citations)
+    assert len(old) == 3 and LIGHTHOUSE in [c.text for c in old]
+
+
+def test_extractive_answer_keeps_both_sentences_of_a_two_part_answer(make_engine, tmp_path):
+    """Each sentence answers one half of the question: the second holds words the first lacks, so it stays;
+    the passage's other sentences, which answer neither half, go."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "keepers.md").write_text(
+        "# Cabo Verde lighthouse\n\nMarta Silva keeps the Cabo Verde lighthouse. She logs the tide at 05:10 every "
+        "morning and sends the log to the harbour office. The keeper's house has three rooms. A red door faces "
+        "the sea.\n", encoding="utf-8")
+    (docs / "garden.md").write_text("# Garden\n\nTomatoes need six hours of sun a day. Water them in the "
+                                    "evening.\n", encoding="utf-8")
+    engine = make_engine(docs)
+    assert engine.sync().count("failed") == 0
+    turn = engine.ask("Who keeps the Cabo Verde lighthouse, and when are the tides logged?")
+    a = turn.answer
+    assert not a.refused, a.text
+    first, second = "Marta Silva keeps the Cabo Verde lighthouse.", \
+        "She logs the tide at 05:10 every morning and sends the log to the harbour office."
+    n = turn.gated.citations[0].n
+    assert turn.gated.citations[0].doc_name == "keepers.md"
+    assert [c.text for c in a.chosen] == [first, second] and {c.n for c in a.chosen} == {n}
+    assert a.text == f"{first} [{n}] {second} [{n}]" and a.flags == []
+
+
+def _sentence(text: str, score: float, words: tuple[str, ...], terms: int, n: int = 1, start: int = 0) -> ChosenSentence:
+    return ChosenSentence(n, text, score, start, start + len(text), len(words) / terms, words)
+
+
+def test_answer_rule_keeps_the_best_and_what_supports_as_well(embedder):
+    """The rule on its own, on scored sentences: the best is always kept; the others need to be close
+    in similarity, hold enough of the question's words, and as many as the best or one it lacks."""
+    gen = ExtractiveGenerator(embedder, max_sentences=3)
+    best = _sentence("Best sentence here.", 0.80, ("a", "b", "c"), 4)
+    ranked = [best,
+              _sentence("Equal support, close.", 0.70, ("a", "b", "c"), 4, start=30),
+              _sentence("Less support, a new word.", 0.65, ("d",), 4, start=60),
+              _sentence("Less support, nothing new.", 0.64, ("a",), 4, start=90),
+              _sentence("Too far from the best.", 0.50, ("a", "b", "c", "d"), 4, start=120)]
+    assert [c.text for c in gen.select(ranked)] == ["Best sentence here.", "Equal support, close.",
+                                                   "Less support, a new word."]
+    assert len(gen.select(ranked, EVERY_SENTENCE)) == 3
+    # Nothing but the best sentence supports the question: it answers alone.
+    lone = [best, _sentence("Nothing in common.", 0.79, (), 4, start=30)]
+    assert gen.select(lone) == [best]
+    # The cap still holds, and the order is the citation's, then the document's.
+    many = [_sentence(f"Sentence number {i}.", 0.8 - i / 100, ("a",), 1, n=2 - i % 2, start=i * 20) for i in range(5)]
+    chosen = gen.select(many)
+    assert len(chosen) == 3 and chosen == sorted(chosen, key=lambda c: (c.n, c.start))
+    assert gen.select(many, AnswerRule(margin=0.015)) == sorted(many[:2], key=lambda c: (c.n, c.start))
+    assert ANSWER_RULE == AnswerRule() and gen.rule == ANSWER_RULE
