@@ -16,6 +16,7 @@ chunks become visible to search only once all of them are written and its record
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import threading
@@ -37,7 +38,8 @@ from rag.gate import NO_SUPPORT_TEST, Gated, SupportRule, gate
 from rag.lexical import analyze, detect_language, question_language
 from rag.llm import LLMError
 from rag.library import VISIBLE, DocRecord, Library, Stamp, WriterLock, mark_index_dir
-from rag.queue import CANCELLED, EMBEDDING, EXTRACTING, FAILED, INDEXED, REMOVED, FolderWatcher, IndexQueue, QueueItem
+from rag.queue import (CANCELLED, EMBEDDING, EXTRACTING, FAILED, INDEXED, REMOVED, FolderWatcher, IndexQueue,
+                       QueueItem, Stopped)
 from rag.search import SearchResult, Snapshot, hybrid_search
 from rag.settings import DEFAULT_THRESHOLD, Settings
 from rag.viewer import Located, ViewerError, locate
@@ -471,6 +473,9 @@ class Engine:
         by default the `watch_folder` setting) the folder watcher. The app calls it once per engine, so
         once per process."""
         self.queue.start()
+        # A process that ends while the worker embeds would take torch's threads down mid-work (an abort,
+        # not an exit): stop it first. The files it held are queued again at the next start.
+        atexit.register(self.stop)
         self.rescan(source="folder")
         if (self.settings.watch_folder if watch is None else watch) and self.watcher is None:
             self.watcher = FolderWatcher(self.folder, lambda: self.rescan(source="folder"),
@@ -519,6 +524,8 @@ class Engine:
         it is embedded stops before anything of it is written; the rest of its group goes on."""
         group: list[tuple[DocRecord, list[Chunk], QueueItem]] = []
         for item in items:
+            if queue.stopping():
+                raise Stopped()
             if queue.is_cancelled(item):
                 queue.save(item, CANCELLED, cancel=False)
                 continue
@@ -550,6 +557,8 @@ class Engine:
         dropped: set[int] = set()
         step = max(self.settings.embed_batch_size * 8, 1)
         for at in range(0, len(texts), step):
+            if queue.stopping():
+                raise Stopped()
             end = min(at + step, len(texts))
             here = sorted({owner[j] for j in range(at, end)} - dropped)
             dropped |= {i for i in here if queue.is_cancelled(group[i][2])}

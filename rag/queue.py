@@ -73,6 +73,11 @@ class QueueItem:
         return f"{self.name}: {self.state}"
 
 
+class Stopped(Exception):
+    """Raised inside the worker's step when the queue is being stopped: the files it held stay as they
+    are on disk, and the next start queues them again."""
+
+
 class IndexQueue:
     """The queue's rows and its worker thread. `index` is the engine's `_index_queued(items, queue)`."""
 
@@ -188,7 +193,11 @@ class IndexQueue:
         self._thread.start()
         self._wake.set()
 
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
     def stop(self, timeout: float = 30.0) -> None:
+        """Stop the worker at its next check (between files, and between embedding slices)."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
@@ -222,6 +231,8 @@ class IndexQueue:
             self._idle.clear()
             try:
                 self._index(batch, self)
+            except Stopped:
+                return
             except Exception as exc:  # noqa: BLE001
                 # Never leave files claimed: whatever was not finished fails with the reason.
                 log.exception("indexing queue batch")

@@ -143,3 +143,15 @@ def test_viewer_page_draws_the_pdf_page_with_the_marks(indexed, monkeypatch):
     assert rects
     with pymupdf.open(stream=indexed.document_bytes("ponta-azul.pdf"), filetype="pdf") as doc:
         assert squash(" ".join(doc[1].get_textbox(pymupdf.Rect(r)) for r in rects)) == TIDE
+
+
+def test_viewer_page_says_a_changed_file_changed_and_offers_a_reindex(indexed, monkeypatch):
+    c = chunk_holding(indexed, "50 MB")
+    (indexed.folder / "guide.md").write_text("# Guide\n\nEverything was rewritten.\n", encoding="utf-8")
+    at = viewer(indexed, monkeypatch, doc="guide.md", start=c.meta["start"], end=c.meta["end"])
+    assert not at.exception, at.exception
+    assert any("changed since it was indexed" in w.value for w in at.warning)
+    assert not at.get("html")  # no mark, no text: the offsets belong to the old text
+    at.button(key="viewer_reindex").click().run()
+    # Queued (the app's own engine over this index may already be working on it).
+    assert indexed.queue.get("guide.md").state in ("queued", "extracting", "embedding", "indexed")
