@@ -1,4 +1,4 @@
-"""Benchmark the engine at 1k and 10k chunks (issue 2): indexing cost against the bare model, per-stage
+"""Benchmark the engine at 1k and 10k chunks: indexing cost against the bare model, per-stage
 query latency (the dense stage is an exact scan of the search snapshot's vectors, so its recall is 1.0
 by construction), and, for reference, Chroma's HNSW recall@20 against an exact scan of the vectors
 Chroma holds (Chroma is the store of truth, not read at query time).

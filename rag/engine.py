@@ -406,7 +406,7 @@ class Engine:
             rec.status, rec.reason = "failed", exc.reason
         except OSError as exc:
             rec.status, rec.reason = "failed", f"cannot read the file: {exc.strerror or exc}"
-        except Exception as exc:  # one broken file never breaks the folder (rule 12)
+        except Exception as exc:  # one broken file never breaks the folder: it fails with its reason
             rec.status, rec.reason = "failed", f"could not be indexed ({type(exc).__name__}: {exc})"
         return rec, []
 

@@ -1,4 +1,4 @@
-"""Evaluate: measure retrieval without generation (DESIGN.md rule 13), on the sample folder, on the
+"""Evaluate: measure retrieval without generation (no LLM needed), on the sample folder, on the
 person's own folder, and on any BEIR-format benchmark.
 
 - Metrics: Recall@k, MRR, nDCG@k with graded linear gains (as trec_eval and BEIR compute it), Wilson

@@ -38,7 +38,7 @@ from markdown_it import MarkdownIt
 
 SUPPORTED = {".md": "md", ".markdown": "md", ".txt": "txt", ".pdf": "pdf"}
 EXTRACTOR_VERSIONS = {"md": "md-2", "txt": "txt-1", "pdf": "pdf-1"}
-TITLE_MAX = 80  # a first line longer than this is a paragraph, not a title (issue 7)
+TITLE_MAX = 80  # a first line longer than this is a paragraph, not a title
 
 
 class ExtractionError(Exception):

@@ -7,7 +7,7 @@ Portuguese here) and folds accents, alike for documents and queries. A query is 
 language present in the folder, since a question may be in either.
 
 `LexicalIndex` is built in memory from the store's chunk texts and rebuilt after every change: the
-store is the truth, this is derived. BM25 with k1 = 1.2, b = 0.75 (DESIGN.md rule 7).
+store is the truth, this is derived. BM25 with k1 = 1.2, b = 0.75.
 
 >>> analyze("As devoluções são aceites", "pt") == analyze("devolucao aceite", "pt")
 True
@@ -184,7 +184,7 @@ class LexicalIndex:
         present = tuple(sorted({l for l in langs if l in LANGUAGES})) or ("en",)
         if not texts:
             return cls(present, 0, None)
-        # "lucene" ranks like the textbook BM25 (STACK.md); the empty token keeps empty chunks indexable.
+        # "lucene" ranks like the textbook BM25 (measured against method="atire", idf="lucene"); the empty token keeps empty chunks indexable.
         bm25 = bm25s.BM25(k1=k1, b=b, method="lucene")
         bm25.index(list(tokens) if tokens is not None else [analyze(t, l) for t, l in zip(texts, langs)],
                    show_progress=False)

@@ -44,11 +44,11 @@ class Settings:
     model_languages: tuple[str, ...] = ()  # empty: read from the model card, else assume English
     embed_batch_size: int = 32
 
-    # Chunking (DESIGN.md rule 3): boundaries + header is the default strategy "E".
+    # Chunking: cut at section and paragraph boundaries, with a [Title > Section] header: strategy "E".
     chunk_strategy: str = "E"
     chunk_budget: int = 512
 
-    # Retrieval (rule 7) and the gate (rule 8).
+    # Retrieval (dense + BM25, reciprocal rank fusion) and the gate.
     candidates: int = 20
     rrf_k: int = 60
     dense_weight: float = 1.0

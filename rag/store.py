@@ -4,7 +4,7 @@ Embedded (`PersistentClient`, on disk under the index folder) by default, or a C
 (`HttpClient`) when `chroma_host` is set. Either way the collection is in cosine space, vectors are
 always passed in (no Chroma embedding function is ever attached, so nothing is downloaded), and
 telemetry is off. One collection per embedding model and dimension, with the model recorded in its
-metadata: vectors of two models are never compared (DESIGN.md rule 11).
+metadata: vectors of two models are never compared.
 
 What it does not do: decide what is visible to search (the library's statuses do) or keep anything in
 memory beyond Chroma's own caches.

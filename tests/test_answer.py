@@ -200,7 +200,7 @@ def test_followup_retrieves_what_its_standalone_form_does(sample_engine, previou
     assert [c.chunk_id for c in bare.result.candidates[:4]] != [c.chunk_id for c in turn.result.candidates[:4]]
 
 
-# --- which sentences the extractive answer keeps (issue 12, part 3) ----------------------------------
+# --- which sentences the extractive answer keeps ----------------------------------
 
 LIGHTHOUSE = "The lighthouse keeper of Ponta Azul logs the tide at 04:40 every morning."
 

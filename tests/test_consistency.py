@@ -1,4 +1,4 @@
-"""Consistency at every moment (issue 11): each search reads one state, the snapshot it took.
+"""Consistency at every moment: each search reads one state, the snapshot it took.
 
 Real parts only: the MiniLM model, Chroma on disk, real files re-indexed by a real Engine while another
 thread asks. The dense side scans the snapshot's own vectors, so a candidate's quote, offsets, distance

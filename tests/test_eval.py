@@ -115,7 +115,7 @@ def test_wilson_interval():
     assert lo == 0.0 and hi == pytest.approx(0.27753, abs=1e-5)
     lo, hi = wilson(10, 10)
     assert lo == pytest.approx(0.72247, abs=1e-5) and hi == pytest.approx(1.0)
-    # DESIGN.md: with 64 questions a recall of 0.5 carries about +-0.12.
+    # With 64 questions a recall of 0.5 carries about +-0.12.
     lo, hi = wilson(32, 64)
     assert hi - 0.5 == pytest.approx(0.12, abs=0.005)
 

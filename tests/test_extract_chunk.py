@@ -260,7 +260,7 @@ def test_paragraphs_are_trimmed_spans():
     assert [text[s:e] for s, e in paragraphs(text, 0, len(text))] == ["a b", "c", "d"]
 
 
-# --- Markdown structure from a CommonMark parser (issue 13) -------------------------------------------
+# --- Markdown structure from a CommonMark parser -------------------------------------------
 
 def chunks_of(md: str, name: str = "n.md"):
     doc = extract_bytes(md.encode(), name)
