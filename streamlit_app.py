@@ -23,19 +23,16 @@ Run: `streamlit run streamlit_app.py` (settings from rag.toml / RAG_* variables;
 from __future__ import annotations
 
 import math
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # `ui` beside this file, however it is started
 
-import ui  # noqa: E402  (beside this file: see the path line above)
-import rag  # noqa: E402
-from rag import evaluate  # noqa: E402
+import ui
+import rag
+from rag import evaluate
 
 st.set_page_config(page_title="Chat with your folder", page_icon="📁", layout="wide")
 

@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         counts[name] = (asked, refused)
     dev = [r for r in rows if r.split == "dev"]
     chosen, grid = choose(dev, gen, args.tolerance)
-    print(f"answerable questions asked / refused (skipped): "
+    print("answerable questions asked / refused (skipped): "
           + "; ".join(f"{k} {a}/{n}" for k, (a, n) in counts.items()) + f"  ({time.perf_counter() - t0:.0f} s)")
     print(f"rule chosen on the SQuAD dev half (en+pt, {len(dev)} answered questions, {len(grid)} rules; largest "
           f"(b) with (a) at most {args.tolerance:.2f} below the old rule's): {chosen}")

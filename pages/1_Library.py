@@ -9,16 +9,14 @@ rescan the folder. All of it through the engine's public functions; names and re
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `ui` lives beside streamlit_app.py
 
-import ui  # noqa: E402
+import ui
 
 st.set_page_config(page_title="Library · Chat with your folder", page_icon="📁", layout="wide")
 

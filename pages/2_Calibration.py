@@ -15,18 +15,16 @@ and one that puts it back to the calibrated value. All measuring is `rag`'s; thi
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import altair as alt
 import pandas as pd
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `ui` lives beside streamlit_app.py
 
-import ui  # noqa: E402
-from rag import calibration as cal  # noqa: E402
-from rag import evaluate  # noqa: E402
+import ui
+from rag import calibration as cal
+from rag import evaluate
 
 st.set_page_config(page_title="Calibration · Chat with your folder", page_icon="🎚️", layout="wide")
 

@@ -18,15 +18,12 @@ from __future__ import annotations
 
 import base64
 import html
-import sys
-from pathlib import Path
 
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `ui` lives beside streamlit_app.py
 
-import rag  # noqa: E402
-import ui  # noqa: E402
+import rag
+import ui
 
 st.set_page_config(page_title="Viewer · Chat with your folder", page_icon="📄", layout="wide")
 

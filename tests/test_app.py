@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import shutil
 from urllib.parse import parse_qs, urlparse
-import sys
 import tomllib
 from pathlib import Path
 
@@ -22,8 +21,7 @@ from streamlit.testing.v1 import AppTest
 import rag
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-import ui  # noqa: E402
+import ui
 
 APP = str(ROOT / "streamlit_app.py")
 LIBRARY = str(ROOT / "pages" / "1_Library.py")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,8 +21,7 @@ import rag
 from tests.test_llm import FakeLLM, Reply, closed_port_url
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-import ui  # noqa: E402
+import ui
 
 APP = str(ROOT / "streamlit_app.py")
 TIMEOUT = 180  # the first run loads the model and indexes the folder

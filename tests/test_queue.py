@@ -17,7 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 from rag.engine import doc_id_for
 from rag.queue import CANCELLED, EMBEDDING, INDEXED, QUEUED, REMOVED

@@ -13,7 +13,6 @@ import pymupdf
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import rag
 from rag import ViewerError
 
 ROOT = Path(__file__).resolve().parent.parent
