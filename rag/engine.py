@@ -555,7 +555,9 @@ class Engine:
         first = {i: owner.index(i) for i in set(owner)}
         vectors: dict[int, np.ndarray] = {}
         dropped: set[int] = set()
-        step = max(self.settings.embed_batch_size * 8, 1)
+        # One model batch at a time: the model serves one caller at a time, so a question asked meanwhile
+        # waits for at most one batch of 32 (measured: slices of 256 made questions wait minutes on a busy machine).
+        step = max(self.settings.embed_batch_size, 1)
         for at in range(0, len(texts), step):
             if queue.stopping():
                 raise Stopped()
