@@ -10,11 +10,16 @@ copied to docs/screenshot-chat.png (the README's picture), so ordinary runs neve
 
 from __future__ import annotations
 
+import json
 import os
+import random
 import re
 import shutil
+import signal
+import sqlite3
 import subprocess
 import sys
+import textwrap
 import time
 import urllib.request
 from pathlib import Path
@@ -35,6 +40,9 @@ LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", 
 START_TIMEOUT = 180  # model load and the first sync of the folder, on a shared 2-core machine
 UI_TIMEOUT_MS = 60_000
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+# expect() has its own default timeout (5 s), which page.set_default_timeout does not change: the queue
+# indexes the sample folder first, so an upload's "indexed" alert can take longer than that here.
+expect.set_options(timeout=UI_TIMEOUT_MS)
 
 HERON = ("# Heron field notes\n\n## Migration\n\nThe Zanzibar heron migrates every October to the salt lakes of "
          "Quarnelia. The colony counts about four hundred birds.\n")
@@ -43,39 +51,74 @@ HOSTILE = ("# Lighthouse notes\n\n## Keeper\n\nThe purple lighthouse keeper is n
            "![x](http://example.invalid/pixel.png)\n")
 
 
+class App:
+    """One `streamlit run` of the app on 127.0.0.1 over `folder`, its index in `index`; can be started again
+    on the same folder and index after a stop or a SIGKILL."""
+
+    def __init__(self, base: Path, folder: Path, index: Path):
+        self.base, self.folder, self.index = base, folder, index
+        self.proc: subprocess.Popen | None = None
+        self.url = ""
+        self.starts = 0
+
+    def start(self) -> "App":
+        port = free_port()
+        self.starts += 1
+        env = dict(os.environ, RAG_FOLDER=str(self.folder), RAG_INDEX_DIR=str(self.index),
+                   RAG_CONFIG=str(self.base / "none.toml"), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+        logfile = self.base / f"streamlit-{self.starts}.log"
+        with logfile.open("w") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "streamlit", "run", str(ROOT / "streamlit_app.py"), "--server.headless",
+                 "true", "--server.address", "127.0.0.1", "--server.port", str(port),
+                 "--browser.gatherUsageStats", "false"],
+                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        self.url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                with urllib.request.urlopen(self.url + "/_stcore/health", timeout=2) as r:
+                    if r.read().strip() == b"ok":
+                        return self
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.proc.kill()
+                pytest.fail("streamlit did not start:\n" + logfile.read_text()[-3000:])
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=20)
+        self.proc = None
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code of the app runs."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=20)
+        self.proc = None
+
+
+def new_app(base: Path, folder: Path | None = None) -> App:
+    folder = folder or base / "docs"
+    folder.mkdir(parents=True, exist_ok=True)
+    return App(base, folder, base / "index")
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     base = tmp_path_factory.mktemp("browser")
     docs = base / "docs"
     shutil.copytree(ROOT / "data", docs, ignore=shutil.ignore_patterns(".rag-index"))
-    port = free_port()
-    env = dict(os.environ, RAG_FOLDER=str(docs), RAG_INDEX_DIR=str(base / "index"),
-               RAG_CONFIG=str(base / "none.toml"), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    log = (base / "streamlit.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "streamlit_app.py"), "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                if r.read().strip() == b"ok":
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail("streamlit did not start:\n" + (base / "streamlit.log").read_text()[-3000:])
-        time.sleep(0.5)
-    yield {"url": url, "folder": docs}
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    app = new_app(base, docs).start()
+    yield {"url": app.url, "folder": docs, "index": app.index}
+    app.stop()
 
 
 @pytest.fixture(scope="module")
@@ -211,3 +254,384 @@ def test_hostile_document_renders_inert_and_nothing_leaves_loopback(page, server
     assert page.locator('img[src="x"], img[src*="example.invalid"]').count() == 0
     assert page.locator("script", has_text="alert(2)").count() == 0
     assert hosts and hosts <= LOCAL_HOSTS | {"data", "blob"}, hosts
+
+
+# --- the indexing queue, in the browser -------------------------------------------------------------------
+#
+# The queue's truth is in the library's SQLite file (<index>/library.sqlite, table `queue(path, item JSON)`,
+# table `documents(doc_id, path, record JSON)`); these tests read it directly, besides what the page shows.
+
+QUEUE_TIMEOUT = 600  # seconds for a big PDF to be indexed on a shared, busy 2-core machine
+ACTIVE_STATES = ("queued", "extracting", "embedding")
+UPLOADER = '[data-testid="stSidebar"] [data-testid="stFileUploader"] input[type="file"]'
+WORDS = ("river harbour copper lantern meadow orchard granite falcon willow ember cobalt saffron tundra glacier "
+         "canyon beacon quarry thistle marble juniper walrus pelican bramble cinder harvest lagoon prairie "
+         "compass anchor ledger mosaic velvet quartz sparrow timber vessel cavern summit delta estuary").split()
+
+
+def _read(index: Path, sql: str) -> list[tuple]:
+    db_path = index / "library.sqlite"
+    if not db_path.is_file():  # never create it: the app makes its own
+        return []
+    for attempt in range(20):
+        try:
+            db = sqlite3.connect(db_path, timeout=10)
+            try:
+                return db.execute(sql).fetchall()
+            finally:
+                db.close()
+        except sqlite3.OperationalError:
+            if attempt == 19:
+                raise
+            time.sleep(0.1)
+    return []
+
+
+def queue_rows(index: Path) -> dict[str, dict]:
+    """The queue table: path -> item (state, runs, chunks, done, total, ...)."""
+    return {path: json.loads(item) for path, item in _read(index, "SELECT path, item FROM queue")}
+
+
+def doc_records(index: Path) -> dict[str, dict]:
+    """The documents table: path -> record (doc_id, status, chunks, ...)."""
+    return {r["path"]: r for r in (json.loads(raw) for (raw,) in _read(index, "SELECT record FROM documents"))}
+
+
+def wait_until(check, timeout: float, what: str, interval: float = 0.25):
+    """Poll `check()` until it returns something truthy (returned), or fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def settled(index: Path, paths) -> dict[str, dict] | None:
+    """The rows of `paths` once every one of them exists and none is queued or running; else None."""
+    rows = queue_rows(index)
+    mine = {p: rows.get(p) for p in paths}
+    if all(r is not None and r["state"] not in ACTIVE_STATES for r in mine.values()):
+        return mine
+    return None
+
+
+def big_pdf(pages: int, chars: int = 1500, seed: int = 7) -> bytes:
+    """A text PDF of `pages` pages, about `chars` characters of varied sentences each (pymupdf)."""
+    import pymupdf
+
+    rnd = random.Random(seed)
+    doc = pymupdf.open()
+    for n in range(pages):
+        sentences: list[str] = []
+        while sum(len(x) + 1 for x in sentences) < chars:
+            w = rnd.sample(WORDS, 9)
+            sentences.append(f"On page {n + 1} the {w[0]} near the {w[1]} kept {rnd.randint(2, 999)} {w[2]} and "
+                             f"{w[3]} beside the {w[4]} {w[5]}, while {w[6]} {w[7]} met {w[8]}.")
+        page = doc.new_page()
+        page.insert_text((40, 50), "\n".join(textwrap.wrap(" ".join(sentences), 95)), fontsize=8)
+    data = doc.tobytes()
+    doc.close()
+    return data
+
+
+def note(i: int, paragraphs: int = 1) -> str:
+    """A small Markdown file with one fact of its own (station i's registry code), and filler paragraphs."""
+    rnd = random.Random(i)
+    parts = [f"# Station {i}", f"The registry code of weather station {i} is QX-{1000 + 37 * i}."]
+    for p in range(paragraphs - 1):
+        parts.append(" ".join(f"Paragraph {p} of station {i} says the {rnd.choice(WORDS)} by the "
+                              f"{rnd.choice(WORDS)} holds {rnd.randint(1, 999)} items." for _ in range(6)))
+    return "\n\n".join(parts) + "\n"
+
+
+def sidebar(page: Page):
+    return page.locator('[data-testid="stSidebar"]')
+
+
+def sidebar_alert(page: Page, text: str):
+    return sidebar(page).locator('[data-testid="stAlert"]').filter(has_text=text)
+
+
+def ask_again(page: Page, question: str) -> float:
+    """Ask (the same question may already be on the page) and wait until this turn's answer is drawn.
+    Returns the moment (time.perf_counter) the question was sent."""
+    messages = page.locator('[data-testid="stChatMessage"]')
+    before = messages.count()
+    box = page.locator('[data-testid="stChatInput"] textarea')
+    box.fill(question)
+    box.press("Enter")
+    sent = time.perf_counter()
+    expect(messages).to_have_count(before + 2, timeout=UI_TIMEOUT_MS * 2)
+    expect(messages.nth(before)).to_contain_text(question)
+    expect(messages.last.get_by_text(re.compile(r"Retrieval: \d+ candidates"))).to_be_visible()
+    return sent
+
+
+@pytest.fixture
+def tab(browser):
+    """A fresh browser tab for tests that run their own server."""
+    context = browser.new_context(viewport={"width": 1440, "height": 1100})
+    pg = context.new_page()
+    pg.set_default_timeout(UI_TIMEOUT_MS)
+    yield pg
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def empty_app(tmp_path_factory):
+    """Its own server over an empty folder, for the big-PDF tests (their files have their own names)."""
+    app = new_app(tmp_path_factory.mktemp("queue-app")).start()
+    yield app
+    app.stop()
+
+
+def wait_running(index: Path, name: str) -> dict:
+    def running():
+        row = queue_rows(index).get(name)
+        if row is not None and row["state"] not in ("queued", "extracting", "embedding"):
+            pytest.fail(f"{name} finished before it could be watched running: {row}")
+        return row if row is not None and row["state"] in ("extracting", "embedding") else None
+
+    return wait_until(running, QUEUE_TIMEOUT, f"{name} to be extracted or embedded", interval=0.1)
+
+
+def test_queue_reload_while_a_big_pdf_is_indexed(tab, empty_app):
+    index, name = empty_app.index, "reload-big.pdf"
+    data = big_pdf(300)
+    open_app(tab, empty_app.url)
+    tab.locator(UPLOADER).set_input_files(files=[{"name": name, "mimeType": "application/pdf", "buffer": data}])
+    before = wait_running(index, name)
+    tab.reload()
+    expect(tab.locator('[data-testid="stChatInput"] textarea')).to_be_visible(timeout=START_TIMEOUT * 1000)
+    # After the reload the sidebar shows the file where it is: still running, or done.
+    progress = re.compile(rf"{re.escape(name)}: (queued|extracting|embedding, \d+ of \d+ chunks|indexed, \d+ chunks)")
+    expect(sidebar(tab).get_by_text(progress).first).to_be_visible()
+
+    # It goes on from where it was (never back to the start) and finishes once.
+    seen = [before]
+
+    def done():
+        row = queue_rows(index)[name]
+        seen.append(row)
+        return row if row["state"] not in ACTIVE_STATES else None
+
+    row = wait_until(done, QUEUE_TIMEOUT, f"{name} to be indexed")
+    order = {"queued": 0, "extracting": 1, "embedding": 2, "indexed": 3}
+    steps = [(order.get(r["state"], 9), r["done"]) for r in seen]
+    assert steps == sorted(steps), f"the file went backwards after the reload: {steps}"
+    assert row["state"] == "indexed" and row["runs"] == 1, row
+    assert row["chunks"] > 300 and row["total"] == row["chunks"] == row["done"], row
+    rec = doc_records(index)[name]
+    assert rec["status"] == "indexed" and rec["chunks"] == row["chunks"] and rec["pages"] == 300, rec
+    expect(sidebar_alert(tab, f"{name}: indexed, {row['chunks']} chunks")).to_be_visible()
+
+
+def test_queue_cancel_a_file_waiting_behind_a_big_pdf(tab, empty_app):
+    index, big, small = empty_app.index, "cancel-big.pdf", "cancel-small.md"
+    data = big_pdf(150, seed=11)  # big enough to keep the worker busy while the small one is cancelled
+    open_app(tab, empty_app.url)
+    tab.locator(UPLOADER).set_input_files(files=[{"name": big, "mimeType": "application/pdf", "buffer": data}])
+    wait_running(index, big)
+    tab.locator(UPLOADER).set_input_files(files=[
+        {"name": small, "mimeType": "text/markdown", "buffer": note(99).encode()}])
+    wait_until(lambda: queue_rows(index).get(small, {}).get("state") == "queued", UI_TIMEOUT_MS / 1000,
+               f"{small} to wait in the queue")
+    # Its own row in the sidebar panel (columns: the label, then its Cancel button).
+    row = sidebar(tab).locator('[data-testid="stHorizontalBlock"]').filter(has_text=f"{small}: queued")
+    expect(row).to_have_count(1)
+    row.get_by_role("button", name="Cancel", exact=True).click()
+    expect(sidebar_alert(tab, f"{small}: cancelled")).to_be_visible()
+    assert queue_rows(index)[small]["state"] == "cancelled"
+    assert queue_rows(index)[big]["state"] in ACTIVE_STATES, "the big file was not cancelled with it"
+
+    rows = wait_until(lambda: settled(index, [big, small]), QUEUE_TIMEOUT, f"{big} to be indexed")
+    assert rows[big]["state"] == "indexed" and rows[big]["runs"] == 1, rows[big]
+    assert rows[small]["state"] == "cancelled" and rows[small]["runs"] == 0, rows[small]
+    time.sleep(2)  # a folder rescan (the watcher) must not bring it back either
+    assert queue_rows(index)[small]["state"] == "cancelled"
+    rec = doc_records(index).get(small)
+    assert rec is None or (rec["status"] != "indexed" and rec["chunks"] == 0), rec
+    assert (empty_app.folder / small).is_file(), "cancelling keeps the uploaded file"
+    expect(sidebar_alert(tab, f"{small}: cancelled")).to_be_visible()
+
+
+def test_queue_sigkill_mid_embedding_then_restart_indexes_each_file_once(tab, tmp_path):
+    app = new_app(tmp_path)
+    names = [f"note-{i:02d}.md" for i in range(1, 41)]
+    for i, n in enumerate(names, 1):  # 7 chunks each: most notes are written in a group before the PDF's
+        (app.folder / n).write_text(note(i, paragraphs=8))
+    big = "zz-large.pdf"  # sorts last: it is embedded with the last notes, after the first group is written
+    (app.folder / big).write_bytes(big_pdf(120, seed=5))
+    everything = names + [big]
+    app.start()
+    try:
+        open_app(tab, app.url)  # the first session starts the engine and its queue
+
+        def mid_way():
+            rows = queue_rows(app.index)
+            states = [r["state"] for r in rows.values()]
+            if len(rows) == len(everything) and "indexed" in states and any(s in ACTIVE_STATES for s in states):
+                return rows
+            if len(rows) == len(everything) and not any(s in ACTIVE_STATES for s in states):
+                pytest.fail("everything was indexed before the kill")
+            return None
+
+        wait_until(mid_way, QUEUE_TIMEOUT, "some files indexed and some still queued or embedded", interval=0.1)
+        app.kill()
+        at_kill = queue_rows(app.index)
+        done_before = sorted(p for p, r in at_kill.items() if r["state"] == "indexed")
+        active_at_kill = sorted(p for p, r in at_kill.items() if r["state"] in ACTIVE_STATES)
+        assert done_before and active_at_kill, at_kill
+        print(f"at the kill: {len(done_before)} indexed, {len(active_at_kill)} queued or running")
+
+        app.start()
+        tab.goto("about:blank")
+        open_app(tab, app.url)
+        rows = wait_until(lambda: settled(app.index, everything), QUEUE_TIMEOUT, "the queue to empty after the restart")
+        expect(sidebar_alert(tab, re.compile(rf"{re.escape(big)}: indexed, \d+ chunks"))).to_be_visible()
+    finally:
+        app.stop()
+
+    bad = {p: (r["state"], r["runs"]) for p, r in rows.items() if (r["state"], r["runs"]) != ("indexed", 1)}
+    assert not bad, f"each file indexed exactly once: {bad}"
+    records = doc_records(app.index)
+    assert sorted(records) == sorted(everything)
+    assert all(r["status"] == "indexed" for r in records.values()), {p: r["status"] for p, r in records.items()}
+    assert all(records[p]["chunks"] == rows[p]["chunks"] for p in everything)
+
+    # The store and the library agree, read after the server is gone.
+    from rag.settings import load_settings
+    from rag.store import ChunkStore
+
+    settings = load_settings(config=tmp_path / "none.toml", env={}, folder=app.folder, index_dir=app.index)
+    store = ChunkStore(settings, "all-MiniLM-L6-v2", 384)
+    counts = store.chunk_counts()
+    by_id = {r["doc_id"]: r for r in records.values()}
+    assert set(counts) == set(by_id), "no chunks without an indexed record, no indexed record without chunks"
+    wrong = {r["path"]: (r["chunks"], counts.get(d, 0)) for d, r in by_id.items() if r["chunks"] != counts.get(d, 0)}
+    assert not wrong, f"records whose chunk count differs from the store (record, store): {wrong}"
+    assert store.count() == sum(r["chunks"] for r in records.values())
+
+
+# The two tests below drop files and, at once, ask (or switch pages). "at_once": right after the drop call,
+# as a person might; "uploaded": once the browser has sent the files (each upload's PUT answered), which is
+# still before they are saved or indexed; "saved" (page switch only): once the files are in the folder, so
+# queued but not yet indexed. Here "at_once" loses the dropped files, and so does "uploaded" with a page
+# switch (see lost_drop_message); the later timings show what the queue itself does once files are saved.
+DROP_TIMING = ["at_once", "uploaded"]
+SWITCH_TIMING = ["at_once", "uploaded", "saved"]
+
+
+def drop(page: Page, files: list[dict], wait_upload: bool) -> float:
+    """Drop files on the sidebar uploader; returns when (perf_counter) the drop call returned. With
+    `wait_upload`, returns once the browser has uploaded every file (its PUT to the server answered)."""
+    puts: list[str] = []
+
+    def on_response(r):
+        if r.request.method == "PUT" and "/_stcore/upload_file/" in r.url:
+            puts.append(r.url)
+
+    page.on("response", on_response)
+    try:
+        page.locator(UPLOADER).set_input_files(files=files)
+        dropped = time.perf_counter()
+        deadline = time.monotonic() + UI_TIMEOUT_MS / 1000
+        while wait_upload and len(puts) < len(files):
+            if time.monotonic() > deadline:
+                pytest.fail(f"the browser uploaded {len(puts)} of {len(files)} dropped files")
+            page.wait_for_timeout(25)
+    finally:
+        page.remove_listener("response", on_response)
+    return dropped
+
+
+def lost_drop_message(what: str, timing: str) -> str:
+    if timing == "at_once":
+        why = ("Streamlit 1.67 answers the uploader's file-URL request through the session's outgoing queue and "
+               "clears that queue (keeping only lifecycle messages) when a full script run starts "
+               "(runtime/app_session.py _clear_queue on SCRIPT_STARTED -> ForwardMsgQueue.clear("
+               "retain_lifecycle_msgs=True)); the question's or the page switch's run drops the reply, so the "
+               "browser never uploads the file and the uploader shows nothing")
+    else:
+        why = ("every upload reached the server (its PUT answered), but the chat page's run that saves and queues "
+               "uploads (streamlit_app.py: `if uploads: ui.handle_uploads(...)`) did not happen before the page "
+               "switch; back on the chat page the uploader is empty, so the files are never saved")
+    return f"{what} never reached the folder: the drop was lost ({why})"
+
+
+@pytest.mark.parametrize("timing", SWITCH_TIMING)
+def test_queue_thirty_files_dropped_then_a_page_switch(page, server, timing):
+    index, folder = server["index"], server["folder"]
+    names = [f"station-{timing}-{i:02d}.md" for i in range(1, 31)]
+    offset = 100 * SWITCH_TIMING.index(timing)  # each run's facts are its own
+    open_app(page, server["url"])
+    drop(page, [{"name": n, "mimeType": "text/markdown", "buffer": note(offset + i).encode()}
+                for i, n in enumerate(names, 1)], wait_upload=timing != "at_once")
+    if timing == "saved":
+        wait_until(lambda: all((folder / n).is_file() for n in names), UI_TIMEOUT_MS / 1000, "the 30 files saved")
+        rows = queue_rows(index)
+        print("indexed when switching:", sum(rows[n]["state"] == "indexed" for n in names if n in rows))
+    # Straight to the Library and back, while the uploads are saved and queued.
+    page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Library").click()
+    expect(page.get_by_role("heading", name="Library")).to_be_visible()
+    expect(page.get_by_text(re.compile(r"^\d+ documents \(\d+ indexed"))).to_be_visible()
+    page.locator('[data-testid="stSidebarNav"] a').first.click()
+    expect(page.get_by_text("Chat with your folder", exact=True)).to_be_visible()
+    expect(page.locator('[data-testid="stChatInput"] textarea')).to_be_visible()
+
+    wait_until(lambda: all((folder / n).is_file() for n in names), UI_TIMEOUT_MS / 1000,
+               lost_drop_message(f"{sum((folder / n).is_file() for n in names)} of 30 saved; the rest", timing))
+    rows = wait_until(lambda: settled(index, names), QUEUE_TIMEOUT, "the 30 files to leave the queue")
+    bad = {p: (r["state"], r["runs"]) for p, r in rows.items() if (r["state"], r["runs"]) != ("indexed", 1)}
+    assert not bad, f"each file indexed exactly once: {bad}"
+    records = doc_records(index)
+    indexed = [p for p in names if records.get(p, {}).get("status") == "indexed"]
+    assert indexed == names, sorted(set(names) - set(indexed))
+    assert all(records[p]["chunks"] == rows[p]["chunks"] == 1 for p in names)
+    # The page, back on the chat, shows them done and nothing left to index.
+    expect(sidebar_alert(page, re.compile(rf"station-{timing}-\d\d\.md: indexed, 1 chunk")).first).to_be_visible()
+    expect(sidebar(page).get_by_text(re.compile(r"Indexing · \d+ files? to go"))).to_have_count(0)
+
+
+TIMETABLES = {  # one fact per run, so that each run's answer can only come from its own file
+    "at_once": ("night-train-timetable.md", "The night train from Velmora to Drustin leaves at 23:40 from "
+                "platform nine and reaches Drustin at dawn.", "When does the night train from Velmora to "
+                "Drustin leave?", "23:40"),
+    "uploaded": ("morning-ferry-timetable.md", "The morning ferry from Caldera to Ostwick leaves at 06:15 from "
+                 "pier four and docks at Ostwick by noon.", "When does the morning ferry from Caldera to "
+                 "Ostwick leave?", "06:15"),
+}
+
+
+@pytest.mark.parametrize("timing", DROP_TIMING)
+def test_queue_question_right_after_a_drop_then_answered_from_it(page, server, timing):
+    index, folder = server["index"], server["folder"]
+    name, fact, question, needle = TIMETABLES[timing]
+    text = f"# Timetables\n\n## Departures\n\n{fact}\n"
+    open_app(page, server["url"])
+    dropped = drop(page, [{"name": name, "mimeType": "text/markdown", "buffer": text.encode()}],
+                   wait_upload=timing == "uploaded")
+    # Asked at once, not waiting for the file to be indexed: answered from what is indexed by then.
+    sent = ask_again(page, question)
+    if timing == "at_once":
+        assert sent - dropped < 1.0, f"the question went in {sent - dropped:.2f} s after the drop"
+    print(f"question sent {sent - dropped:.2f} s after the drop ({timing})")
+
+    wait_until(lambda: (folder / name).is_file(), UI_TIMEOUT_MS / 1000, lost_drop_message(name, timing))
+    row = wait_until(lambda: settled(index, [name]), QUEUE_TIMEOUT, f"{name} to leave the queue")[name]
+    expect(sidebar_alert(page, f"{name}: indexed, 1 chunk")).to_be_visible()
+    assert (folder / name).read_text() == text
+    assert row["state"] == "indexed" and row["runs"] == 1 and row["chunks"] == 1, row
+    rec = doc_records(index)[name]
+    assert rec["status"] == "indexed" and rec["chunks"] == 1, rec
+
+    ask_again(page, question)
+    answer = page.locator('[data-testid="stChatMessage"]').last
+    first = answer.get_by_text(re.compile(r"^\[1\] ")).first
+    expect(first).to_be_visible()
+    cite = re.match(r"\[1\] (\S+) · .* · cosine distance ([0-9.]+)$", first.inner_text().strip())
+    assert cite and cite[1] == name, first.inner_text()
+    expect(answer.get_by_text(needle, exact=False).first).to_be_visible()
