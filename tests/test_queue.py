@@ -34,6 +34,17 @@ def long_doc(paragraphs: int) -> str:
         f"passing the lighthouse, the salt pans and the old mill before the tide turns." for i in range(paragraphs))
 
 
+def notes_folder(tmp_path: Path, n: int, broken: bytes | None = None) -> Path:
+    """A folder of `n` one-chunk notes, and a file named broken.pdf holding `broken` when given."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(n):
+        (folder / f"n{i}.md").write_text(note(i), encoding="utf-8")
+    if broken is not None:
+        (folder / "broken.pdf").write_bytes(broken)
+    return folder
+
+
 def wait_until(check, timeout: float, step: float = 0.05):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -45,11 +56,7 @@ def wait_until(check, timeout: float, step: float = 0.05):
 
 
 def test_queued_files_are_indexed_in_the_background_and_their_states_kept_on_disk(make_engine, tmp_path):
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    for i in range(6):
-        (folder / f"n{i}.md").write_text(note(i), encoding="utf-8")
-    (folder / "broken.pdf").write_bytes(b"%PDF-1.7 not really")
+    folder = notes_folder(tmp_path, 6, broken=b"%PDF-1.7 not really")
     engine = make_engine(folder, index_dir=tmp_path / "idx")
     engine.start(watch=False)  # the start-up rescan queues every file
     assert engine.queue.wait_idle(120)
@@ -205,10 +212,7 @@ def test_killed_with_files_queued_and_one_half_indexed_the_restart_indexes_each_
 
 
 def test_an_unchanged_folder_rebuilds_nothing(make_engine, tmp_path):
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    for i in range(3):
-        (folder / f"n{i}.md").write_text(note(i), encoding="utf-8")
+    folder = notes_folder(tmp_path, 3)
     engine = make_engine(folder, index_dir=tmp_path / "idx")
     engine.sync()
     snapshot, calibrations = engine.snapshot, engine.calibrations
@@ -220,12 +224,7 @@ def test_an_unchanged_folder_rebuilds_nothing(make_engine, tmp_path):
 
 
 def test_the_sidebar_counts_agree_with_the_full_statistics(make_engine, tmp_path):
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    for i in range(3):
-        (folder / f"n{i}.md").write_text(note(i), encoding="utf-8")
-    (folder / "broken.pdf").write_bytes(b"not a pdf")
-    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine = make_engine(notes_folder(tmp_path, 3, broken=b"not a pdf"), index_dir=tmp_path / "idx")
     engine.sync()
     full, cheap = engine.stats(), engine.counts()
     assert (cheap.documents, cheap.indexed, cheap.failed, cheap.chunks) == (4, 3, 1, 3)
