@@ -152,7 +152,9 @@ class Engine:
         self.lock = WriterLock(settings.index_path / "writer.lock")
         self.searches = 0  # how many searches ran: re-gating must not add to it
         self._chunks_by_doc: dict[str, list[StoredChunk]] = {}
-        self._unpublished = 0  # chunks written to the store and not yet in the snapshot
+        # What the calibration depends on in the folder, as of the last publish (the only time it changes):
+        # so that choosing a question's threshold reads no library record.
+        self._content_key: list[tuple[str, str, int]] = []
         self._folder_uncovered = False  # most of the folder in a language the model does not read
         self._languages: dict[str, int] = {}  # characters of searchable text per language, as of the last publish
         self._tokens: dict[tuple[str, str], list[str]] = {}  # BM25 tokens of published chunks
@@ -233,7 +235,8 @@ class Engine:
                 tokens.append(cache[key])
             self._tokens = cache
             self.snapshot = Snapshot.build(chunks, docs, self.settings, tokens)
-            self._unpublished = 0
+            self._content_key = sorted((r.doc_id, r.content_hash, r.chunks) for r in records.values()
+                                       if r.status in VISIBLE)
             self._languages = _languages(records.values())
             self._folder_uncovered = self._uncovered_language(self._languages) is not None
 
@@ -450,7 +453,6 @@ class Engine:
         self.library.put(*recs)
         self.store.delete_docs([r.doc_id for r in recs])
         self.store.add(chunks, vectors, extras)  # one write for the group: Chroma is fastest in bulk
-        self._unpublished += len(chunks)
         at, now = 0, time.time()
         for rec, cs in group:
             rec.status, rec.reason, rec.chunks, rec.indexed_at = "indexed", "", len(cs), now
@@ -683,10 +685,9 @@ class Engine:
         """What the calibration depends on: the model, the chunker, the search and gate settings, the shipped
         question sets and the indexed content. The same fingerprint means the stored calibration holds."""
         s = self.settings
-        docs = sorted((r.doc_id, r.content_hash, r.chunks) for r in self.library.all() if r.status in VISIBLE)
         key = [self.embedder.name, self.embedder.dimension, self.strategy.version, s.candidates, s.rrf_k, s.bm25_k1,
                s.bm25_b, sorted(self.fusion_weights().items()), s.min_support, s.close_support, s.calibration_budget,
-               s.calibration_floor, s.calibration_ceiling, questions_digest(), docs]
+               s.calibration_floor, s.calibration_ceiling, questions_digest(), self._content_key]
         return hashlib.sha1(repr(key).encode("utf-8")).hexdigest()
 
     def calibrated(self, stale_ok: bool = False) -> Calibration | None:
@@ -703,11 +704,11 @@ class Engine:
         with self._calibration_lock:
             if self.calibration is None or self.calibration.fingerprint != fingerprint:
                 s = self.settings
-                snapshot, weights, hidden = self.snapshot, self.fusion_weights(), self._unpublished
+                snapshot, weights = self.snapshot, self.fusion_weights()
 
                 def search(question: str, vector: np.ndarray) -> SearchResult:
-                    return hybrid_search(question, embedder=self.embedder, store=self.store, snapshot=snapshot,
-                                         settings=s, hidden=hidden, weights=weights, vector=vector)
+                    return hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=s,
+                                         weights=weights, vector=vector)
 
                 calibration = calibrate(search, self._calibration_vectors(), fingerprint=fingerprint,
                                         min_support=s.min_support, close_support=s.close_support,

@@ -34,7 +34,7 @@ import numpy as np
 from rag.embed import Embedder
 from rag.lexical import LexicalIndex, question_language, question_terms
 from rag.settings import Settings
-from rag.store import ChunkStore, StoredChunk
+from rag.store import StoredChunk
 
 
 def rrf(rankings: Mapping[str, Sequence[str]], k: int = 60, weights: Mapping[str, float] | None = None) -> dict[str, float]:
@@ -123,13 +123,12 @@ def dense_top(snapshot: Snapshot, qv: np.ndarray, n: int,
 
 
 def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, settings: Settings,
-                  store: ChunkStore | None = None, doc_ids: Sequence[str] | None = None, query: str | None = None,
-                  hidden: int | None = None, weights: dict[str, float] | None = None,
+                  doc_ids: Sequence[str] | None = None, query: str | None = None,
+                  weights: dict[str, float] | None = None,
                   vector: np.ndarray | None = None) -> SearchResult:
     """Search one snapshot: the caller passes the reference it took once, so a publish in the middle of
     this search cannot mix two states. `vector`: the query's embedding when the caller has it already
-    (calibration). `store` and `hidden` are accepted for older callers and not used: the store is not
-    read at query time (see the module docstring).
+    (calibration). The store is not read at query time (see the module docstring).
 
     Support is judged on the question as asked, not on `query`: a follow-up searched together with the
     previous question must still find its own words in the passage ("Capital of Peru?" after a question
