@@ -11,7 +11,8 @@ The engine behind the app and the CLI. No Streamlit here. The front door:
         print(c.n, c.doc_name, c.locator, c.link, f"{c.distance:.3f}")
 
 Stages, one module each: extract -> chunk -> embed -> store (Chroma) + lexical (BM25) -> search ->
-gate (+ citations) -> answer. `library` keeps one record per document; `engine` ties them together.
+gate (+ citations) -> answer (generation; `citations` checks an answer's [n], `followup` handles
+follow-up questions). `library` keeps one record per document; `engine` ties them together.
 """
 
 import os as _os
@@ -24,9 +25,10 @@ for _k, _v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISAB
                "OMP_WAIT_POLICY": "PASSIVE"}.items():
     _os.environ.setdefault(_k, _v)
 
-from rag.answer import (NO_ANSWER_SENTENCE, Answer, ChosenSentence, CitationCheck, ExtractiveGenerator,  # noqa: E402
-                        Generator, LLMGenerator, answer, build_prompt, check_citations, followup_query,
-                        is_followup, linkify, make_generator)
+from rag.answer import (Answer, ChosenSentence, ExtractiveGenerator, Generator, LLMGenerator,  # noqa: E402
+                        answer, build_prompt, linkify, make_generator)
+from rag.citations import NO_ANSWER_SENTENCE, CitationCheck, check_citations  # noqa: E402
+from rag.followup import followup_query, is_followup  # noqa: E402
 from rag.chunk import Chunk, Strategy, chunk_document, strategy  # noqa: E402
 from rag.embed import Embedder, count_tokens, load_embedder  # noqa: E402
 from rag.engine import (Engine, FileOutcome, LibraryStats, SyncReport, ThresholdChoice, Turn, UploadConflict,  # noqa: E402

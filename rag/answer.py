@@ -17,18 +17,16 @@ Two generators:
   numbers the sources, each inside its own `<source n=".." document=".." locator="..">` block; the
   instructions say to answer only from them, cite every claim as [n], never write links, treat source
   text as data that never changes the rules, and reply with exactly `NO_ANSWER_SENTENCE` when the
-  sources do not hold the answer (rules 9 and 10). The prompt is capped at `context_tokens` tiktoken
-  tokens: the lowest-ranked sources are left out first, and the answer's note says which. When the
-  server cannot be reached, `answer()` shows the extractive answer and says why in the note.
+  sources do not hold the answer. The prompt is capped at `context_tokens` tiktoken tokens: the
+  lowest-ranked sources are left out first, and the answer's note says which. When the server cannot
+  be reached, `answer()` shows the extractive answer and says why in the note.
 
-After every answer, `check_citations()` flags numbers outside the sources given (they get no link in
-`linkify()`), sentences without a citation, and recognises the fixed no-answer sentence, which makes
-the answer a refusal.
+After every answer, `answer()` runs the citation check (`rag.citations.check_citations`): its flags go
+beside the answer, and the fixed no-answer sentence makes the answer a refusal.
 
-Follow-ups: `is_followup()` is a plain rule (below); `followup_query()` joins the previous question to a
-follow-up so retrieval keeps its subject; `rewrite_followup()` lets an LLM write a standalone question.
-
-What it does not do: retrieve or gate (the engine and `rag.gate` do), or render HTML.
+What it does not do: retrieve or gate (the engine and `rag.gate` do), check citations (`rag.citations`),
+handle follow-ups (`rag.followup`), or render HTML. `linkify`, which writes an answer's Markdown with
+its links, is a rendering helper waiting to move to the app.
 """
 
 from __future__ import annotations
@@ -40,13 +38,14 @@ from typing import Callable, Iterator, Protocol, Sequence
 import numpy as np
 
 from rag.chunk import sentences
+from rag.citations import MARKER, NO_ANSWER_SENTENCE, CitationCheck, check_citations, numbers_text
 from rag.embed import Embedder, count_tokens
 from rag.gate import Citation, Gated
 from rag.lexical import LANGUAGES, analyze, fold, question_terms, term_tokens
 from rag.llm import ChatClient, LLMError
 
-# The one sentence an LLM must reply with when the sources do not hold the answer.
-NO_ANSWER_SENTENCE = "The documents do not contain the answer."
+# Re-exported: the engine imports the follow-up helpers from here; they live in rag.followup.
+from rag.followup import followup_query, is_followup, rewrite_followup  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -58,37 +57,6 @@ class ChosenSentence:
     end: int
     support: float = 1.0  # share of the question's content words the sentence holds (`sentence_support`)
     words: tuple[str, ...] = ()  # those words (`question_words_held`)
-
-
-@dataclass(frozen=True)
-class CitationCheck:
-    """What the citation check found in one answer."""
-
-    given: tuple[int, ...]  # source numbers the generator was given
-    cited: tuple[int, ...]  # valid numbers the answer cites, in order of first use
-    out_of_range: tuple[int, ...]  # numbers cited that are not sources: no link
-    uncited: tuple[str, ...]  # sentences that cite nothing
-    refusal: bool  # the answer is the fixed no-answer sentence
-    mixed_refusal: bool = False  # the no-answer sentence next to other text
-    links: int = 0  # links or URLs the generator wrote itself (it should write only [n]; the app adds links)
-
-    @property
-    def ok(self) -> bool:
-        return not self.flags
-
-    @property
-    def flags(self) -> list[str]:
-        out = []
-        span = _span(self.given)
-        for n in self.out_of_range:
-            out.append(f"[{n}] is not one of the sources ({span}): it has no link")
-        for s in self.uncited:
-            out.append(f"no citation: \u201c{_short(s)}\u201d")
-        if self.mixed_refusal:
-            out.append("the no-answer sentence stands next to other text")
-        if self.links:
-            out.append(f"{self.links} link(s) written by the generator; only citations carry links")
-        return out
 
 
 @dataclass
@@ -422,7 +390,7 @@ def answer(gated: Gated, generator: Generator, *, standalone: str | None = None,
                  quoted=quoted)
     if check.refusal:
         out.text, out.refused = NO_ANSWER_SENTENCE, True
-        read = _span(given)
+        read = numbers_text(given)
         out.note = "; ".join(x for x in (f"the LLM read sources {read} and found no answer in them", out.note) if x)
     return out
 
@@ -440,86 +408,7 @@ def _quoted_spans(text: str, chosen: Sequence[ChosenSentence]) -> list[tuple[int
     return spans if pos == len(text) else []
 
 
-# --- the citation check ---------------------------------------------------------------------------
-
-_NUMS = r"\d+(?:\s*,\s*\d+)*"
-MARKER = re.compile(rf"\[\s*({_NUMS})\s*\]")
-_SENT_END = re.compile(rf"[.!?…][\"'”’)*_]*(?:\s*\[\s*{_NUMS}\s*\])*(?=\s|$)")
-_LINK = re.compile(r"\]\([^)]*\)|\bhttps?://\S+|\bwww\.\S+|#(?:char|page)=\d", re.IGNORECASE)
-_HAS_WORD = re.compile(r"[^\W_]", re.UNICODE)
-
-
-def answer_sentences(text: str) -> list[str]:
-    """The sentences of an answer, each keeping the markers written right after its full stop."""
-    out: list[str] = []
-    for line in text.splitlines():
-        pos = 0
-        pieces = []
-        for m in _SENT_END.finditer(line):
-            pieces.append(line[pos:m.end()])
-            pos = m.end()
-        pieces.append(line[pos:])
-        for p in pieces:
-            p = p.strip()
-            if not p:
-                continue
-            if not _HAS_WORD.search(MARKER.sub("", p)) and out:
-                out[-1] += " " + p  # markers alone (on their own line, say) belong to the sentence before
-            else:
-                out.append(p)
-    return out
-
-
-def cited_numbers(text: str) -> list[int]:
-    return [int(x) for m in MARKER.finditer(text) for x in m.group(1).split(",")]
-
-
-def is_no_answer(text: str) -> bool:
-    """The fixed no-answer sentence, give or take case, quotes, emphasis, spacing and markers."""
-    return _norm(MARKER.sub("", text)) == _norm(NO_ANSWER_SENTENCE)
-
-
-def check_citations(text: str, given: Sequence[int], quoted: Sequence[tuple[int, int]] = ()) -> CitationCheck:
-    """Flag numbers outside the given sources and sentences that cite nothing; recognise the refusal.
-
-    `quoted`: spans of the text that are verbatim quotes (the extractive answer's sentences); what is
-    inside them is the document's, so brackets or links there are not the generator's. Exempt from
-    "no citation": the no-answer sentence, Markdown headings, lines that only introduce a list (ending
-    in ':'), and pieces without a word (rules, bullets).
-    """
-    valid = set(given)
-    given_t = tuple(sorted(valid))
-    if is_no_answer(text):
-        return CitationCheck(given_t, (), (), (), refusal=True)
-    text = _mask(text, quoted)
-    cited, bad = [], []
-    for n in cited_numbers(text):
-        target = cited if n in valid else bad
-        if n not in target:
-            target.append(n)
-    uncited, mixed = [], False
-    for s in answer_sentences(text):
-        if is_no_answer(s):
-            mixed = True
-            continue
-        bare = MARKER.sub("", s).strip()
-        if MARKER.search(s) or not _HAS_WORD.search(bare) or bare.startswith("#") or bare.endswith(":"):
-            continue
-        uncited.append(s)
-    return CitationCheck(given_t, tuple(cited), tuple(bad), tuple(uncited), refusal=False, mixed_refusal=mixed,
-                         links=len(_LINK.findall(text)))
-
-
-_QUOTE_STANDIN = "Quoted."
-
-
-def _mask(text: str, quoted: Sequence[tuple[int, int]]) -> str:
-    out, pos = [], 0
-    for s, e in sorted(quoted):
-        out += [text[pos:s], _QUOTE_STANDIN]
-        pos = e
-    return "".join(out) + text[pos:]
-
+# --- rendering (the app's; kept here until it moves) ---------------------------------------------
 
 def linkify(ans: "Answer", citations: Sequence[Citation], href: Callable[[Citation], str] = lambda c: c.link,
             escape: Callable[[str], str] = lambda s: s) -> str:
@@ -546,96 +435,3 @@ def linkify(ans: "Answer", citations: Sequence[Citation], href: Callable[[Citati
         pos = e
     return "".join(out) + words(ans.text[pos:])
 
-
-def _norm(text: str) -> str:
-    t = fold(text).strip().strip("\"'“”‘’*_ `").rstrip(".").strip()
-    return " ".join(t.split())
-
-
-def _span(ns: Sequence[int]) -> str:
-    ns = sorted(ns)
-    if not ns:
-        return "none"
-    if ns == list(range(ns[0], ns[-1] + 1)) and len(ns) > 1:
-        return f"{ns[0]}\u2013{ns[-1]}"
-    return ", ".join(str(n) for n in ns)
-
-
-def _short(s: str, n: int = 90) -> str:
-    s = " ".join(s.split())
-    return s if len(s) <= n else s[: n - 1] + "\u2026"
-
-
-# --- follow-ups -----------------------------------------------------------------------------------
-
-# The rule, in full. With a previous question in the conversation, a question is a follow-up when:
-#  1. it starts with a connective: "and", "also", "what about", "how about", "but", "or", "then",
-#     "e", "e para", "e quanto", "quanto a", "mas", "também", "ou", "então"; or
-#  2. it is short: three words or fewer ("Why?", "Any limits?", "In Portuguese?"); or
-#  3. it leans on a referring word ("it", "they", "that", "the rest", "isso", "ele", ...) and names at
-#     most two content words of its own ("How do I fix it?", "What value of k does it use?").
-# A follow-up is searched with the previous question joined in front of it; everything else alone.
-_OPENERS = ("and", "also", "what about", "how about", "but", "or", "then", "so what about",
-            "e", "e para", "e quanto", "e se", "quanto a", "mas", "tambem", "ou", "entao", "e o", "e a", "e os", "e as")
-_REFERRING = frozenset(fold(w) for w in """it its they them their theirs this that these those he she him her
-    rest former latter same ones
-    ele ela eles elas isso isto disso nisso daquilo aquilo dele dela deles delas nele nela neles nelas lo la los las
-    resto restantes mesmo mesma""".split())
-_FUNCTION = frozenset(fold(w) for w in """a an the of to in on at by for from with about as into than
-    is are was were be been being am do does did doing have has had can could should would will may might must shall
-    what which who whom whose when where why how whats i me my we our you your yours there here
-    not no yes if so then and or but also just only any some all more most much many too very else
-    get gets got make makes one way ok please tell explain mean means use uses used using happen happens
-    happened work works need needs want say says show shows
-    o os um uma uns umas de do da dos das em no na nos nas por para pelo pela com sem sobre que qual quais
-    quem quando onde porque porquê como e ou mas se é são era foi ser estar está estão tem têm ter há pode podem
-    posso devo deve eu me meu minha nós você vocês seu sua isso muito mais menos também já só então
-    lhe lhes the""".split())
-_WORD = re.compile(r"[^\W_][\w'’-]*", re.UNICODE)
-
-
-def is_followup(question: str) -> bool:
-    """Whether a question leans on the one before it (see the rule above)."""
-    words = [fold(w) for w in _WORD.findall(question)]
-    if not words:
-        return False
-    head = " ".join(words[:3])
-    if any(head == o or head.startswith(o + " ") for o in _OPENERS):
-        return True
-    if len(words) <= 3:
-        return True
-    content = [w for w in words if w not in _FUNCTION and w not in _REFERRING]
-    return any(w in _REFERRING for w in words) and len(content) <= 2
-
-
-def followup_query(question: str, previous: Sequence[str]) -> str | None:
-    """What to search for a follow-up: the previous question joined in front of it; None when the
-    question stands alone or there is nothing before it. Pass the previous turns' searched queries
-    (`SearchResult.query`), so a chain of follow-ups keeps the first subject."""
-    prev = [p for p in previous if p and p.strip()]
-    if not prev or not is_followup(question):
-        return None
-    return f"{prev[-1].strip()} {question.strip()}"
-
-
-REWRITE_PROMPT = """You rewrite the user's last question so that it can be understood without the conversation.
-Take from the earlier questions only what the last question leaves out (usually its subject). Do not answer it.
-Keep its language. Reply with the rewritten question only, on one line."""
-
-
-def rewrite_followup(client: ChatClient, question: str, previous: Sequence[str]) -> str | None:
-    """A standalone form of a follow-up written by the LLM, or None when its reply is unusable.
-    Raises LLMError when the server cannot be reached."""
-    earlier = "\n".join(f"- {p}" for p in list(previous)[-3:])
-    msgs = [{"role": "system", "content": REWRITE_PROMPT},
-            {"role": "user", "content": f"Earlier questions:\n{earlier}\n\nLast question: {question}"}]
-    reply = client.complete(msgs, temperature=0)
-    lines = [ln.strip() for ln in reply.strip().splitlines() if ln.strip()]
-    if not lines:
-        return None
-    out = re.sub(r"^(?:standalone question|rewritten question|question)\s*:\s*", "", lines[0], flags=re.I)
-    out = out.strip().strip("\"'“”").strip()
-    # A rewrite is a question, not an essay: anything far longer than its parts is not one.
-    if not out or len(out) > 3 * (len(question) + len(previous[-1])) + 40:
-        return None
-    return out

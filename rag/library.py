@@ -6,21 +6,22 @@ read, `stale` when the stamp no longer matches the settings (another model, chun
 Only `indexed` and `stale` documents are visible to search, so a search never sees half a document.
 
 Also here: `WriterLock`, the one-writer-at-a-time rule for the index folder, across threads and
-processes (an advisory `flock` on a file beside the database). Readers never take it. And the index
-folder's marker (`RAG_INDEX`): `rag index --rebuild` deletes only a folder that `is_index_dir` says is one.
+processes (an OS file lock on `writer.lock` beside the database, through `filelock`, so it works on
+Windows too). Readers never take it. And the index folder's marker (`RAG_INDEX`): `rag index --rebuild`
+deletes only a folder that `is_index_dir` says is one.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import json
-import os
 import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 STATUSES = ("indexed", "failed", "stale", "pending")
 VISIBLE = ("indexed", "stale")
@@ -171,47 +172,54 @@ def _load(raw: str) -> DocRecord:
 class WriterLock:
     """Exclusive lock on the index folder for writers (indexing, deleting), across processes.
 
-    Re-entrant within one thread; `timeout` None waits for ever.
+    Re-entrant within one thread; other threads of the process wait as other processes do. `timeout`
+    None waits for ever; a number gives up after that many seconds (0: one try) and returns False.
+
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> mine, theirs = WriterLock(Path(tmp.name) / "writer.lock"), WriterLock(Path(tmp.name) / "writer.lock")
+    >>> with mine:
+    ...     theirs.acquire(timeout=0)  # another writer (another process, or another Engine here)
+    False
+    >>> theirs.acquire(timeout=0)
+    True
+    >>> theirs.release(); tmp.cleanup()
     """
 
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        # Threads of this process queue on the RLock; the file lock is taken once, by the outermost hold,
+        # and only the thread holding the RLock touches it: so the file lock is not per thread.
         self._thread_lock = threading.RLock()
         self._depth = 0
-        self._fh = None
+        self._file_lock = FileLock(path, thread_local=False)
 
     def acquire(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
         if not self._thread_lock.acquire(timeout=-1 if timeout is None else timeout):
             return False
         if self._depth == 0:
-            fh = open(self.path, "a+")
-            while True:
-                try:
-                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if deadline is not None and time.monotonic() > deadline:
-                        fh.close()
-                        self._thread_lock.release()
-                        return False
-                    time.sleep(0.05)
-            fh.seek(0)
-            fh.truncate()
-            fh.write(str(os.getpid()))
-            fh.flush()
-            self._fh = fh
+            try:
+                # -1: wait for ever; 0: a single try (what the engine's start-up recovery asks for).
+                wait = -1 if deadline is None else max(0.0, deadline - time.monotonic())
+                self._file_lock.acquire(timeout=wait, poll_interval=0.05)
+            except Timeout:
+                self._thread_lock.release()
+                return False
+            except BaseException:
+                self._thread_lock.release()
+                raise
         self._depth += 1
         return True
 
     def release(self) -> None:
         self._depth -= 1
-        if self._depth == 0 and self._fh is not None:
-            fcntl.flock(self._fh, fcntl.LOCK_UN)
-            self._fh.close()
-            self._fh = None
-        self._thread_lock.release()
+        try:
+            if self._depth == 0:
+                self._file_lock.release()
+        finally:
+            self._thread_lock.release()
 
     def __enter__(self) -> "WriterLock":
         self.acquire()

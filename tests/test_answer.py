@@ -13,8 +13,8 @@ import pytest
 
 import rag
 from rag import NO_ANSWER_SENTENCE, check_citations, gate, is_followup, linkify
-from rag.answer import (ANSWER_RULE, EVERY_SENTENCE, Answer, AnswerRule, ChosenSentence, ExtractiveGenerator,
-                        answer_sentences)
+from rag.answer import ANSWER_RULE, EVERY_SENTENCE, Answer, AnswerRule, ChosenSentence, ExtractiveGenerator
+from rag.citations import answer_sentences
 from tests.conftest import CountingGenerator
 
 NEEDLES = Path(__file__).resolve().parent.parent / "bench" / "sample_needles.jsonl"

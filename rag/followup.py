@@ -1,0 +1,114 @@
+"""Follow-up questions: which questions lean on the one before, and what to search for them instead.
+
+A follow-up such as "What value of k does it use?" retrieves nothing useful on its own: its subject is
+in the previous question. `is_followup()` is a plain rule (below, in full); `followup_query()` joins the
+previous question in front of a follow-up so retrieval keeps its subject; `rewrite_followup()` asks an
+LLM for a standalone question instead, when one is configured.
+
+>>> is_followup("What value of k does it use?"), is_followup("What does ERR-4017 mean?")
+(True, False)
+>>> followup_query("and for PDFs?", ["How big can an upload be?"])
+'How big can an upload be? and for PDFs?'
+>>> followup_query("What does ERR-4017 mean?", ["How big can an upload be?"]) is None
+True
+
+What it does not do: search, answer, or keep the conversation (the engine passes the previous
+questions in).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from rag.lexical import fold
+from rag.llm import ChatClient
+
+# The rule, in full. With a previous question in the conversation, a question is a follow-up when:
+#  1. it starts with a connective: "and", "also", "what about", "how about", "but", "or", "then",
+#     "e", "e para", "e quanto", "quanto a", "mas", "também", "ou", "então"; or
+#  2. it is short: three words or fewer ("Why?", "Any limits?", "In Portuguese?"); or
+#  3. it leans on a referring word ("it", "they", "that", "the rest", "isso", "ele", ...) and names at
+#     most two content words of its own ("How do I fix it?", "What value of k does it use?").
+# A follow-up is searched with the previous question joined in front of it; everything else alone.
+_OPENERS = ("and", "also", "what about", "how about", "but", "or", "then", "so what about",
+            "e", "e para", "e quanto", "e se", "quanto a", "mas", "tambem", "ou", "entao", "e o", "e a", "e os", "e as")
+_REFERRING = frozenset(fold(w) for w in """it its they them their theirs this that these those he she him her
+    rest former latter same ones
+    ele ela eles elas isso isto disso nisso daquilo aquilo dele dela deles delas nele nela neles nelas lo la los las
+    resto restantes mesmo mesma""".split())
+_FUNCTION = frozenset(fold(w) for w in """a an the of to in on at by for from with about as into than
+    is are was were be been being am do does did doing have has had can could should would will may might must shall
+    what which who whom whose when where why how whats i me my we our you your yours there here
+    not no yes if so then and or but also just only any some all more most much many too very else
+    get gets got make makes one way ok please tell explain mean means use uses used using happen happens
+    happened work works need needs want say says show shows
+    o os um uma uns umas de do da dos das em no na nos nas por para pelo pela com sem sobre que qual quais
+    quem quando onde porque porquê como e ou mas se é são era foi ser estar está estão tem têm ter há pode podem
+    posso devo deve eu me meu minha nós você vocês seu sua isso muito mais menos também já só então
+    lhe lhes the""".split())
+_WORD = re.compile(r"[^\W_][\w'’-]*", re.UNICODE)
+
+
+def is_followup(question: str) -> bool:
+    """Whether a question leans on the one before it (see the rule above).
+
+    >>> [is_followup(q) for q in ("E para PDFs?", "Why?", "O que faço com isso?", "", "?!")]
+    [True, True, True, False, False]
+    """
+    words = [fold(w) for w in _WORD.findall(question)]
+    if not words:
+        return False
+    head = " ".join(words[:3])
+    if any(head == o or head.startswith(o + " ") for o in _OPENERS):
+        return True
+    if len(words) <= 3:
+        return True
+    content = [w for w in words if w not in _FUNCTION and w not in _REFERRING]
+    return any(w in _REFERRING for w in words) and len(content) <= 2
+
+
+def followup_query(question: str, previous: Sequence[str]) -> str | None:
+    """What to search for a follow-up: the previous question joined in front of it; None when the
+    question stands alone or there is nothing before it. Pass the previous turns' searched queries
+    (`SearchResult.query`), so a chain of follow-ups keeps the first subject."""
+    prev = [p for p in previous if p and p.strip()]
+    if not prev or not is_followup(question):
+        return None
+    return f"{prev[-1].strip()} {question.strip()}"
+
+
+REWRITE_PROMPT = """You rewrite the user's last question so that it can be understood without the conversation.
+Take from the earlier questions only what the last question leaves out (usually its subject). Do not answer it.
+Keep its language. Reply with the rewritten question only, on one line."""
+
+
+def rewrite_followup(client: ChatClient, question: str, previous: Sequence[str]) -> str | None:
+    """A standalone form of a follow-up written by the LLM, or None when its reply is unusable (empty,
+    or far longer than a question). Only the last three earlier questions are sent.
+    Raises LLMError when the server cannot be reached."""
+    prev = [p for p in previous if p and p.strip()]
+    earlier = "\n".join(f"- {p}" for p in prev[-3:])
+    msgs = [{"role": "system", "content": REWRITE_PROMPT},
+            {"role": "user", "content": f"Earlier questions:\n{earlier}\n\nLast question: {question}"}]
+    reply = client.complete(msgs, temperature=0)
+    return _clean_rewrite(reply, question, prev[-1] if prev else "")
+
+
+def _clean_rewrite(reply: str, question: str, previous: str) -> str | None:
+    """The first line of the LLM's reply, without a label or quotes; None when nothing usable is left.
+
+    >>> _clean_rewrite('Rewritten question: "Where are backups stored?"\\nThey are...', "And where?", "Backups?")
+    'Where are backups stored?'
+    >>> _clean_rewrite("  \\n ", "And where?", "Backups?") is None
+    True
+    """
+    lines = [ln.strip() for ln in reply.strip().splitlines() if ln.strip()]
+    if not lines:
+        return None
+    out = re.sub(r"^(?:standalone question|rewritten question|question)\s*:\s*", "", lines[0], flags=re.I)
+    out = out.strip().strip("\"'“”").strip()
+    # A rewrite is a question, not an essay: anything far longer than its parts is not one.
+    if not out or len(out) > 3 * (len(question) + len(previous)) + 40:
+        return None
+    return out
