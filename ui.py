@@ -9,9 +9,13 @@ Here:
   show the queue: each file's state and progress, cancel, retry, and how many files are still waiting.
 - `search()`: one search with this session's number of candidates and answer mode (a follow-up is
   searched in its standalone form, rewritten by the LLM when the session uses one).
-- `handle_uploads()` / `index_paths()`: save uploaded files under safe names (asking before replacing a
-  different file of the same name) and put them on the engine's indexing queue; a file that cannot be
-  saved is logged in `st.session_state["upload_log"]`, the rest show in the queue panel.
+- `add_documents()` / `handle_uploads()` / `index_paths()`: the sidebar's uploader, which saves dropped
+  files under safe names (asking before replacing a different file of the same name, `upload_questions`)
+  and puts them on the engine's indexing queue; a file that cannot be saved is logged in
+  `st.session_state["upload_log"]`, the rest show in the queue panel.
+- `keep_upload_replies()`: keeps a drop from being lost when a question or page switch follows at once.
+- `keep_page_state()` and the threshold helpers: settings a page's widgets hold survive visits to other
+  pages (Streamlit forgets the state of a widget that a run does not draw).
 - `md_escape()`: document text (and anything derived from it) as Markdown that shows the same
   characters and nothing else: no HTML, no images, no links, no formatting.
 
@@ -55,7 +59,7 @@ def md_escape(text: str) -> str:
     return "".join("\\" + ch if ch in _PUNCT else ch for ch in text)
 
 
-VIEWER_PAGE = "pages/3_Viewer.py"
+VIEWER_PAGE = "app_pages/viewer.py"
 
 
 def viewer_params(c: rag.Citation) -> dict[str, str]:
@@ -65,7 +69,7 @@ def viewer_params(c: rag.Citation) -> dict[str, str]:
 
 def viewer_url(c: rag.Citation) -> str:
     """A relative link to the viewer at this citation's passage (opens in a new tab from Markdown)."""
-    return "Viewer?" + urlencode(viewer_params(c))
+    return "viewer?" + urlencode(viewer_params(c))
 
 
 def one_line(text: str, limit: int = 90) -> str:
@@ -169,7 +173,113 @@ def folder_picker() -> None:
         st.sidebar.error(md_escape(st.session_state["folder_error"]))
 
 
+# --- state that outlives a page -----------------------------------------------------------------------
+
+# The chat's settings widgets. Streamlit deletes the state of a widget that a run does not draw, so a
+# visit to the Library would put them back to their defaults; re-assigning a key at the start of every
+# run marks it as the person's and keeps it (the documented way to carry widget values across pages).
+PAGE_WIDGETS = ("max_chunks", "candidates", "answer_mode")
+
+
+def keep_page_state() -> None:
+    for key in PAGE_WIDGETS:
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
+
+
+def threshold_set() -> float | None:
+    """The threshold the person chose (the chat's slider or the Calibration page), or None: then each
+    question gets the engine's choice (the settings' threshold, else the folder's calibration)."""
+    value = st.session_state.get("threshold_set")
+    return None if value is None else float(value)
+
+
+def set_threshold(value: float | None) -> None:
+    """Choose the chat's threshold (None: back to the calibrated one)."""
+    st.session_state["threshold_set"] = None if value is None else round(float(value), 3)
+
+
+def threshold_slider(calibrated: float, **kwargs) -> float:
+    """The chat's threshold slider: at the person's value once they moved it, else at `calibrated`.
+
+    The widget's key names the value it starts from. A browser sends back the slider's value with every
+    rerun, and a run that is cut short (a fragment redrawing the page, a new question) may never have
+    shown it the value the app set; with one key for both, that stale value came back as a change and the
+    slider read "set by you" untouched. A slider following the calibration gets a new key whenever the
+    calibrated value changes, so an old value belongs to a widget that is gone and is ignored."""
+    chosen = threshold_set()
+    key = "threshold_by_you" if chosen is not None else f"threshold_calibrated_{calibrated:.3f}"
+    st.session_state[key] = chosen if chosen is not None else round(calibrated, 3)
+    return float(st.slider(key=key, on_change=lambda: set_threshold(st.session_state[key]), **kwargs))
+
+
 # --- uploads ------------------------------------------------------------------------------------------
+
+def keep_upload_replies() -> None:
+    """Keep Streamlit from dropping the reply to a file upload when a run starts.
+
+    To upload a dropped file, the browser first asks the server where to send it; the answer travels in
+    the session's outgoing message queue. Streamlit (1.67) empties that queue when a script run starts,
+    keeping only its own lifecycle messages, so a question asked (or a page switched) at the moment of a
+    drop threw the answer away: the browser never uploaded the file, and the uploader showed nothing.
+    This wraps the queue's `clear` to put such answers back. It changes nothing else, and does nothing
+    (with a warning in the server log) on a Streamlit whose queue no longer looks like this one."""
+    try:
+        from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
+    except ImportError:  # pragma: no cover - a Streamlit that moved it
+        ForwardMsgQueue = None
+    clear = getattr(ForwardMsgQueue, "clear", None)
+    if clear is None or getattr(clear, "keeps_upload_replies", False):
+        return
+    if not hasattr(ForwardMsgQueue(), "_queue"):  # pragma: no cover
+        import logging
+        logging.getLogger(__name__).warning("Streamlit's message queue changed: a drop followed at once by a "
+                                            "question may be lost")
+        return
+
+    def keeping_clear(self, *args, **kwargs):
+        replies = [m for m in self._queue if m.WhichOneof("type") == "file_urls_response"]
+        clear(self, *args, **kwargs)
+        kept = {id(m) for m in self._queue}
+        self._queue.extend(m for m in replies if id(m) not in kept)
+
+    keeping_clear.keeps_upload_replies = True
+    keeping_clear.original = clear
+    ForwardMsgQueue.clear = keeping_clear
+
+
+def add_documents(ws: Workspace) -> None:
+    """The sidebar's uploader. Dropped files are saved and queued by the widget's own callback, which
+    Streamlit runs at the start of the next run whatever page that run draws."""
+    engine = ws.engine
+    st.sidebar.subheader("Add documents")
+    st.sidebar.file_uploader(
+        "Markdown, text or PDF", type=UPLOAD_TYPES, accept_multiple_files=True, key="uploader",
+        on_change=lambda: handle_uploads(ws, list(st.session_state.get("uploader") or []), source="upload"),
+        help=f"Saved into {engine.folder} and queued for indexing (in the background: keep asking "
+             f"meanwhile). Up to {engine.settings.max_upload_mb} MB each.")
+    # Also here: a file the callback has seen is skipped (by its id), one it has not (a run that started
+    # before the upload finished) is saved now.
+    handle_uploads(ws, list(st.session_state.get("uploader") or []), source="upload")
+
+
+def upload_questions(ws: Workspace) -> None:
+    """Questions about uploads (replace a different file of the same name, or keep both) and the log of
+    uploads that could not be saved."""
+    resolve_conflicts(ws)
+    upload_log()
+
+
+def library_status(ws: Workspace) -> None:
+    """Two counts and the model, from a cheap call (the full statistics are the Library page's)."""
+    engine = ws.engine
+    stats = engine.counts()
+    st.caption(f"{stats.indexed} documents indexed · {stats.chunks} chunks · {stats.failed} failed · "
+               f"model {md_escape(stats.model)}")
+    language = engine.language_warning(stats)
+    if language:
+        st.warning(md_escape(language))
+
 
 def log_outcome(name: str, status: str, detail: str) -> None:
     st.session_state.setdefault("upload_log", []).insert(0, {"name": name, "status": status, "detail": detail})

@@ -17,7 +17,9 @@ with their scores. An LLM answer streams into its place while it is written.
 Everything that comes from a document or a generator (answers, quotes, names, sections, flags) renders
 as inert text: escaped Markdown, `st.text`, or cells of `st.dataframe`.
 
-Run: `streamlit run streamlit_app.py` (settings from rag.toml / RAG_* variables; folder `data` by default).
+The threshold slider follows the folder's calibration for the question's language until the person moves
+it (then it is theirs, on every page, until "Use the calibrated threshold"). The folder box, the uploader
+and the indexing queue are the app's shared sidebar (`streamlit_app.py`).
 """
 
 from __future__ import annotations
@@ -29,12 +31,9 @@ import uuid
 import pandas as pd
 import streamlit as st
 
-
-import ui
 import rag
+import ui
 from rag import evaluate
-
-st.set_page_config(page_title="Chat with your folder", page_icon="📁", layout="wide")
 
 VERDICT_LABEL = {rag.KEPT: "kept", rag.CAPPED: "under threshold, over cap", rag.OVER: "over threshold",
                  rag.UNSUPPORTED: "lacks the question's words"}
@@ -42,9 +41,8 @@ VERDICT_COLOUR = {rag.KEPT: "background-color: #e3f1e6", rag.CAPPED: "background
                   rag.UNSUPPORTED: "background-color: #f6e3e3"}
 
 
-# --- sidebar ------------------------------------------------------------------------------------------
+# --- sidebar: this page's controls --------------------------------------------------------------------
 
-ui.folder_picker()
 ws = ui.workspace()
 engine = ws.engine
 defaults = engine.settings
@@ -60,37 +58,34 @@ prompt_files = [] if prompt is None or isinstance(prompt, str) else list(prompt.
 # the settings' value when a person set one, else the folder's calibration for the question's language.
 # Until the person moves the slider, the slider follows it; once moved, the slider is their choice.
 choice = engine.threshold_choice(prompt_text or (turns[-1]["question"] if turns else ""))
-if not st.session_state.get("threshold_explicit"):
-    st.session_state["threshold"] = round(choice.value, 3)
-
-
-def use_calibrated() -> None:
-    st.session_state["threshold_explicit"] = False
-
+st.session_state.setdefault("max_chunks", int(defaults.max_chunks))
+st.session_state.setdefault("candidates", int(defaults.candidates))
+st.session_state.setdefault("answer_mode", defaults.answer_mode)
 
 with st.sidebar:
-    threshold = st.slider(
-        "Threshold (cosine distance)", 0.0, 1.5, step=0.005, format="%.3f", key="threshold",
-        on_change=lambda: st.session_state.update(threshold_explicit=True),
+    st.subheader("Answering")
+    threshold = ui.threshold_slider(
+        choice.value, label="Threshold (cosine distance)", min_value=0.0, max_value=1.5, step=0.005,
+        format="%.3f",
         help="A passage is evidence only when its cosine distance to the question is at or under this, and it "
              "holds the question's own words. Lower is stricter: fewer answers, fewer bluffs. By default it "
              "is calibrated on this folder for the question's language.")
-    if st.session_state.get("threshold_explicit"):
+    if ui.threshold_set() is not None:
         following = (f"calibrated: {choice.calibrated:.3f}" if choice.calibrated is not None else choice.note)
         st.caption(f"Set by you (overrides the {'settings' if choice.source != 'calibrated' else 'calibration'}; "
                    f"{ui.md_escape(following)})")
-        st.button("Use the calibrated threshold", icon=":material/restart_alt:", on_click=use_calibrated,
-                  key="threshold_reset")
+        st.button("Use the calibrated threshold", icon=":material/restart_alt:", on_click=ui.set_threshold,
+                  args=(None,), key="threshold_reset")
     else:
         st.caption(ui.md_escape(choice.note[:1].upper() + choice.note[1:]))
-    max_chunks = st.number_input("Max chunks", 1, 20, int(defaults.max_chunks), key="max_chunks",
+    max_chunks = st.number_input("Max chunks", 1, 20, key="max_chunks",
                                  help="At most this many passages under the threshold are used as evidence.")
-    candidates = st.number_input("Candidates N", 1, 100, int(defaults.candidates), key="candidates",
+    candidates = st.number_input("Candidates N", 1, 100, key="candidates",
                                  help="How many passages the search returns (dense and BM25, fused). "
                                       "Changing it searches the last question again.")
     settings = ui.session_settings()
     modes = ["extractive", "llm"]
-    mode = st.selectbox("Answer mode", modes, index=modes.index(settings.answer_mode), key="answer_mode",
+    mode = st.selectbox("Answer mode", modes, key="answer_mode",
                         help="extractive: the best sentences of the kept passages, each with its [n]; works "
                              "offline. llm: a local OpenAI-compatible server writes the answer from the same "
                              "passages, citing them by number.")
@@ -98,27 +93,11 @@ with st.sidebar:
         st.info("No LLM server is configured, so answers stay extractive. Set `llm_base_url` in rag.toml "
                 "(or the `RAG_LLM_BASE_URL` variable) to an OpenAI-compatible server, e.g. "
                 "`http://127.0.0.1:11434/v1` for Ollama.", icon=":material/info:")
-    if st.button("New chat", icon=":material/add_comment:", width="stretch"):
+    if st.button("New chat", icon=":material/add_comment:", width="stretch", key="new_chat"):
         turns.clear()
-
     st.divider()
-    st.subheader("Add documents")
-    uploads = st.file_uploader("Markdown, text or PDF", type=ui.UPLOAD_TYPES, accept_multiple_files=True,
-                               key="uploader",
-                               help=f"Saved into {engine.folder} and queued for indexing (in the background: keep "
-                                    f"asking meanwhile). Up to {defaults.max_upload_mb} MB each.")
-    if uploads:
-        ui.handle_uploads(ws, list(uploads), source="upload")
-    attached = ui.handle_uploads(ws, prompt_files, source="chat") if prompt_files else []
-    ui.resolve_conflicts(ws)
-    ui.upload_log()
 
-    stats = engine.counts()  # cheap: the full statistics are the Library page's
-    st.caption(f"{stats.indexed} documents indexed · {stats.chunks} chunks · {stats.failed} failed · "
-               f"model {ui.md_escape(stats.model)}")
-    language = engine.language_warning(stats)
-    if language:
-        st.warning(ui.md_escape(language))
+attached = ui.handle_uploads(ws, prompt_files, source="chat") if prompt_files else []
 
 
 # --- one turn -----------------------------------------------------------------------------------------
@@ -394,6 +373,7 @@ if turns and turns[-1].get("n") != int(candidates):  # a different N retrieves d
                 n=int(candidates), answers={})
 
 if not turns:
+    stats = engine.counts()
     if stats.chunks == 0:
         st.info("The folder has no indexed documents yet. Drop Markdown, text or PDF files in the sidebar.")
     else:
@@ -401,7 +381,3 @@ if not turns:
 
 for i, turn in enumerate(turns):
     render_turn(i + 1, turn, live=(i == len(turns) - 1))
-
-# Last, so that when it redraws the whole page (the queue just emptied) the question of this run is kept.
-with st.sidebar:
-    ui.queue_panel(ws)

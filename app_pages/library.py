@@ -15,12 +15,8 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-
 import ui
 
-st.set_page_config(page_title="Library · Chat with your folder", page_icon="📁", layout="wide")
-
-ui.folder_picker()
 ws = ui.workspace()
 engine = ws.engine
 
@@ -117,5 +113,4 @@ with right:
         queued = engine.rescan(source="library")
         ui.log_outcome(str(engine.folder), "rescanned", f"{len(queued)} file(s) queued")
         st.rerun()
-    ui.upload_log()
-    ui.queue_panel(ws)
+    st.caption("What was done, and the files still being indexed, show in the sidebar.")

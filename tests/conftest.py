@@ -126,3 +126,9 @@ def store_engine(request, make_engine):
         return make_engine(folder, chroma_host=server["host"], chroma_port=server["port"], **overrides)
 
     return make
+
+
+def threshold_slider(at):
+    """The chat's threshold slider in an AppTest run. Its key changes with the value it starts from (the
+    calibrated one, or the person's), so it is found by its label."""
+    return next(s for s in at.sidebar.slider if s.label.startswith("Threshold"))

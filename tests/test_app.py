@@ -19,12 +19,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import rag
+from tests.conftest import threshold_slider
 
 ROOT = Path(__file__).resolve().parent.parent
 import ui
 
 APP = str(ROOT / "streamlit_app.py")
-LIBRARY = str(ROOT / "pages" / "1_Library.py")
+LIBRARY = str(ROOT / "app_pages" / "library.py")
 TIMEOUT = 180  # the first run loads the model and indexes the folder; AppTest's default is 3 s
 QUESTION = "Where is the index stored by default?"
 NEEDLE = "the index is stored in a hidden folder named .rag-index inside the folder you chose"
@@ -128,7 +129,7 @@ def test_question_shows_answer_citations_distances_and_table(engine):
     assert engine.searches == before + 1
 
     # The slider starts at the threshold calibrated on this folder for the question's language, and says so.
-    threshold = at.sidebar.slider(key="threshold").value
+    threshold = threshold_slider(at).value
     assert threshold == pytest.approx(engine.calibrated().threshold("en"))
     assert any(plain(c.value).startswith("Calibrated for English:") for c in at.sidebar.caption)
     cites = citations(at)
@@ -140,14 +141,14 @@ def test_question_shows_answer_citations_distances_and_table(engine):
     assert any(NEEDLE in " ".join(t.value.split()) for t in at.text)
     # The answer carries [n] markers, each a link to its citation card on this page (turn 1).
     # Each [n] opens the viewer at its citation's passage: the document and the quote's character range.
-    answer = next(m.value for m in at.markdown if "](Viewer?" in m.value)
+    answer = next(m.value for m in at.markdown if "](viewer?" in m.value)
     ranges = {n: r for n, r in viewer_links(at).items()}
-    links = re.findall(r"\[\\\[(\d+)\\\]\]\((Viewer\?[^)]+)\)", answer)
+    links = re.findall(r"\[\\\[(\d+)\\\]\]\((viewer\?[^)]+)\)", answer)
     assert links and {int(n) for n, _ in links} <= {n for n, _, _ in cites}
     for n, url in links:
         q = parse_qs(urlparse(url).query)
         assert (q["doc"][0], int(q["start"][0]), int(q["end"][0])) == ranges[int(n)]
-    assert not re.search(r"\]\((?!Viewer\?)", answer)  # no other link, and the words stay escaped
+    assert not re.search(r"\]\((?!viewer\?)", answer)  # no other link, and the words stay escaped
     anchors = {m.value for m in at.markdown if m.value.startswith("<span id=")}
     assert anchors == {f'<span id="cite-1-{n}"></span>' for n, _, _ in cites}
     # Which sentences were chosen and why: each is a sentence of its source's quote, with its similarity
@@ -159,7 +160,7 @@ def test_question_shows_answer_citations_distances_and_table(engine):
     for n, sim, _, sentence in picked:
         assert sentence in quotes[n] and 0.0 < sim <= 1.0
     # The answer is exactly the listed sentences, in that order, each with its [n] linked to its card.
-    assert re.sub(r"\]\(Viewer\?[^)]+\)", "]", words) == " ".join(f"{sentence} [[{n}]]" for n, _, _, sentence in picked)
+    assert re.sub(r"\]\(viewer\?[^)]+\)", "]", words) == " ".join(f"{sentence} [[{n}]]" for n, _, _, sentence in picked)
     assert [r for _, _, r, _ in sorted(picked, key=lambda p: -p[1])] == list(range(1, len(picked) + 1))
     # Links carry a character fragment for text files.
     assert any(re.fullmatch(r"link: .+\.md#char=\d+,\d+", plain(c.value)) for c in at.caption)
@@ -185,7 +186,7 @@ def test_slider_regates_without_searching_again(engine):
     searches = engine.searches
     closest = float(table(at)["distance"].min())
 
-    at.sidebar.slider(key="threshold").set_value(0.0).run()
+    threshold_slider(at).set_value(0.0).run()
     assert not at.exception, at.exception
     assert [t.value for t in at.text] == [rag.refusal_text(0.0, QUESTION)]  # the engine's text, exactly
     assert citations(at) == []
@@ -198,13 +199,13 @@ def test_slider_regates_without_searching_again(engine):
     assert any(plain(c.value).startswith("Set by you") for c in at.sidebar.caption)
 
     # The threshold the refusal names lets a passage through: the nearest one that holds the question's words.
-    at.sidebar.slider(key="threshold").set_value(needed).run()
+    threshold_slider(at).set_value(needed).run()
     assert len(citations(at)) >= 1
     assert max(d for _, _, d in citations(at)) == pytest.approx(needed, abs=0.0005)
 
     # The button puts the calibrated threshold back.
     at.sidebar.button(key="threshold_reset").click().run()
-    assert at.sidebar.slider(key="threshold").value == pytest.approx(engine.calibrated().threshold("en"))
+    assert threshold_slider(at).value == pytest.approx(engine.calibrated().threshold("en"))
     assert len(citations(at)) >= 2
     assert not any(t.value.startswith("NO ANSWER") for t in at.text)
     assert engine.searches == searches, "moving the slider must not search again"
@@ -238,11 +239,11 @@ def test_follow_up_keeps_history_and_new_chat_clears_it(engine):
     assert len(tables(at)) == 3
     followup_top = citations(at.chat_message[-1])[0][1]
 
-    at.sidebar.button[0].click().run()  # New chat
+    at.sidebar.button(key="new_chat").click().run()  # New chat
     assert len(at.chat_message) == 0 and len(at.dataframe) == 0
     at.chat_input[0].set_value("What value of k does reciprocal rank fusion use?").run()
     assert citations(at)[0][1] == followup_top
-    at.sidebar.button[0].click().run()
+    at.sidebar.button(key="new_chat").click().run()
     at.chat_input[0].set_value("What value of k does it use?").run()  # no conversation: searched as asked
     assert not [c for c in at.caption if c.value.startswith("Searched as")]
 
@@ -317,6 +318,7 @@ def test_library_retry_and_delete(engine, folder):
     lib.button(key="library_rescan").click().run()
     assert engine.queue.wait_idle(60)
     assert {d.path: d.status for d in engine.documents()}["later.pdf"] == "failed"
+    lib.run()  # the page as it is now (in a browser, the queue panel redraws it when the queue empties)
 
     # The file is fixed on disk; "Retry" indexes it.
     (folder / "later.pdf").write_bytes(pdf_bytes("Later notes. " + FACT.replace("Zanzibar", "Kilwa")))
@@ -381,7 +383,7 @@ def test_chat_attachment_is_indexed_and_document_text_stays_inert(engine):
     assert shown, "the answer quotes the hostile sentence"
     for m in shown:
         assert plain(m).count("<img src=x onerror=alert(1)>") == 1
-        ours = re.sub(r"\[\\\[\d+\\\]\]\(Viewer\?[^)]+\)", "", m)  # the app's own [n] links to the viewer
+        ours = re.sub(r"\[\\\[\d+\\\]\]\(viewer\?[^)]+\)", "", m)  # the app's own [n] links to the viewer
         assert not re.search(r"(?<!\\)(<|!\[|\]\()", ours), m  # no unescaped tag, image or link syntax
 
 
@@ -412,13 +414,14 @@ def test_why_was_it_not_found_says_where_the_sentence_was_lost(engine):
 
     assert why(NEEDLE).startswith("**cited**: It was found and cited as [")
     assert why("The moon is made of green cheese and nobody minds.").startswith("**extraction**")
-    at.sidebar.slider(key="threshold").set_value(0.0).run()
+    threshold_slider(at).set_value(0.0).run()
     verdict = why(NEEDLE)
     assert verdict.startswith("**gated**") and "over the threshold 0.000" in verdict
 
 
 def test_library_warns_when_the_folder_is_in_a_language_the_model_does_not_read(engine, tmp_path):
-    at = AppTest.from_file(LIBRARY, default_timeout=TIMEOUT).run()
+    at = app().run()
+    at.switch_page("app_pages/library.py").run()  # through the app's navigation, with its shared sidebar
     assert not at.exception, at.exception
     assert not at.warning  # the sample folder is mostly English
     assert any("reads en" in m for m in markdowns(at))
@@ -428,8 +431,10 @@ def test_library_warns_when_the_folder_is_in_a_language_the_model_does_not_read(
     assert not at.exception, at.exception
     assert workspace_engine(rag.load_settings().replace(folder=pt.resolve(), index_dir=None)).queue.wait_idle(120)
     at.run()
-    (warning,) = [w.value for w in at.warning]
+    assert any(plain(t.value) == "Library" for t in at.title)  # still on the Library
+    (warning,) = [w.value for w in at.main.warning]
     assert "Portuguese" in warning and "calibrate" in warning and "multilingual model" in warning
+    assert [w.value for w in at.sidebar.warning] == [ui.md_escape(warning)]  # the shared sidebar says it too
 
 
 def test_unrelated_questions_are_refused_and_the_refusal_names_the_failed_test(engine):
@@ -452,3 +457,35 @@ def test_unrelated_questions_are_refused_and_the_refusal_names_the_failed_test(e
         ["Searched as: How do I upload a PDF? Capital of Peru?"]
     assert citations(last) == []
     assert any(t.value.startswith("NO ANSWER") and "Capital of Peru?" in t.value for t in last.text)
+
+
+@pytest.mark.parametrize("retain_lifecycle_msgs", [True, False])
+def test_an_upload_reply_survives_the_start_of_a_run(retain_lifecycle_msgs):
+    """The reply telling the browser where to upload a dropped file outlives the queue clearing a new run
+    does (a question asked at the moment of a drop); Streamlit's own clear drops it, which is why."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
+
+    def queue_with_reply() -> ForwardMsgQueue:
+        q = ForwardMsgQueue()
+        reply = ForwardMsg()
+        reply.file_urls_response.response_id = "drop-1"
+        q.enqueue(reply)
+        done = ForwardMsg()
+        done.script_finished = ForwardMsg.FINISHED_SUCCESSFULLY
+        q.enqueue(done)
+        return q
+
+    def replies(q: ForwardMsgQueue) -> list[str]:
+        return [m.file_urls_response.response_id for m in q.flush() if m.WhichOneof("type") == "file_urls_response"]
+
+    ui.keep_upload_replies()
+    ui.keep_upload_replies()  # once is enough; twice does not wrap twice
+    clear = ForwardMsgQueue.clear
+    assert clear.keeps_upload_replies and not getattr(clear.original, "keeps_upload_replies", False)
+    q = queue_with_reply()
+    q.clear(retain_lifecycle_msgs=retain_lifecycle_msgs)
+    assert replies(q) == ["drop-1"]
+    q = queue_with_reply()
+    clear.original(q, retain_lifecycle_msgs=retain_lifecycle_msgs)
+    assert replies(q) == []

@@ -18,6 +18,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import rag
+from tests.conftest import threshold_slider
 from tests.test_llm import FakeLLM, Reply, closed_port_url
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,7 +65,7 @@ def ask(question: str, threshold: float | None = None) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
     assert at.sidebar.selectbox(key="answer_mode").value == "llm"
     if threshold is not None:
-        at.sidebar.slider(key="threshold").set_value(threshold).run()
+        threshold_slider(at).set_value(threshold).run()
     at.chat_input[0].set_value(question).run()
     assert not at.exception, at.exception
     return at
@@ -103,7 +104,7 @@ def test_streamed_reply_is_shown_with_links_and_prompt_tokens(llm):
     system, user = req["body"]["messages"]
     assert user["content"].rstrip().endswith(f"Question: {UPLOAD_Q}")
     # The pieces as streamed, joined, are the answer on the page; [1] links to the first citation card.
-    assert re.sub(r"\(Viewer\?[^)]+\)", "", plain(answer_md(at))) == "A single upload may be at most 50 MB [[1]]."
+    assert re.sub(r"\(viewer\?[^)]+\)", "", plain(answer_md(at))) == "A single upload may be at most 50 MB [[1]]."
     assert 1 in cards(at) and '<span id="cite-1-1"></span>' in [m.value for m in at.markdown]
     tokens = rag.count_tokens(system["content"]) + rag.count_tokens(user["content"])
     assert f"prompt {tokens} tokens (tiktoken)" in [c.value for c in at.caption]
@@ -122,8 +123,8 @@ def test_out_of_range_number_and_uncited_sentence_are_flagged_beside_the_answer(
     assert f"- [7] is not one of the sources (1\u2013{k}): it has no link" in flags
     assert "- no citation: \u201cBigger files are fine.\u201d" in flags
     md = answer_md(at)
-    assert md.count("](") == 1 and "[\\[1\\]](Viewer?" in md  # [1] is a link to the viewer, [7] is not
-    assert "\\[7\\]" in md and md.count("Viewer?") == 1
+    assert md.count("](") == 1 and "[\\[1\\]](viewer?" in md  # [1] is a link to the viewer, [7] is not
+    assert "\\[7\\]" in md and md.count("viewer?") == 1
 
 
 def test_the_refusal_sentence_shows_as_a_refusal_with_the_sources_read(llm):
@@ -150,16 +151,16 @@ def test_slider_reuses_the_answer_while_the_kept_passages_stay_the_same(llm, eng
     # A threshold just over the farthest kept passage keeps the same passages: the answer is reused.
     same = round(-(-kept[-1] * 200 // 1) / 200, 3)  # the next slider step (0.005) at or above it
     assert kept[-1] <= same < 0.675
-    at.sidebar.slider(key="threshold").set_value(same).run()
+    threshold_slider(at).set_value(same).run()
     assert answer_md(at) == first and len(posts(llm)) == 1
     # Under the farthest kept passage: other passages, a new answer.
     fewer = round((kept[-1] - 0.0005) // 0.005 * 0.005, 3)
     assert kept[0] <= fewer < kept[-1]
-    at.sidebar.slider(key="threshold").set_value(fewer).run()
+    threshold_slider(at).set_value(fewer).run()
     assert len(posts(llm)) == 2
     assert len(cards(at)) == min(4, int((frame["distance"] <= fewer).sum()))
     # Back to the start: the first answer again, remembered, not asked for again.
-    at.sidebar.slider(key="threshold").set_value(0.675).run()
+    threshold_slider(at).set_value(0.675).run()
     assert answer_md(at) == first and len(posts(llm)) == 2
     assert engine.searches == searches, "moving the slider must not search again"
     # A new question asks once more; the earlier turn shows its answer without asking again.
@@ -202,7 +203,7 @@ def test_a_server_that_is_down_gives_the_clear_message_and_the_extractive_answer
     block = next(m.value for m in reply(at).markdown if m.value.startswith("**Sentences chosen"))
     rows = re.findall(r"^- similarity \*\*[0-9.]+\*\* \(rank \d\) · source \*\*\[(\d+)\]\*\* · (.*)$", block, re.M)
     md = " ".join(plain(answer_md(at)).split())
-    assert rows and re.sub(r"\(Viewer\?[^)]+\)", "", md) == " ".join(f"{plain(text)} [[{n}]]" for n, text in rows)
+    assert rows and re.sub(r"\(viewer\?[^)]+\)", "", md) == " ".join(f"{plain(text)} [[{n}]]" for n, text in rows)
     assert not [c for c in at.caption if "tokens (tiktoken)" in c.value]
     searches = engine.searches
     at.sidebar.selectbox(key="answer_mode").select("extractive").run()  # same passages, no note now

@@ -520,16 +520,11 @@ def test_queue_sigkill_mid_embedding_then_restart_indexes_each_file_once(tab, tm
 # The two tests below drop files and, at once, ask (or switch pages). "at_once": right after the drop call,
 # as a person might; "uploaded": once the browser has sent the files (each upload's PUT answered), which is
 # still before they are saved or indexed; "saved" (page switch only): once the files are in the folder, so
-# queued but not yet indexed. Here "at_once" loses the dropped files, and so does "uploaded" with a page
-# switch (see lost_drop_message); the later timings show what the queue itself does once files are saved.
+# queued but not yet indexed. Each timing must end with every file saved and indexed once: the first two
+# were lost before the app kept Streamlit's upload replies (ui.keep_upload_replies) and drew the uploader
+# in the sidebar every page shares (see lost_drop_message).
 DROP_TIMING = ["at_once", "uploaded"]
 SWITCH_TIMING = ["at_once", "uploaded", "saved"]
-# A known loss, not fixed yet (see lost_drop_message): these runs are expected to fail, and say why when
-# they do; not strict, since whether the browser's upload wins the race depends on the machine's load.
-LOST_DROP = pytest.mark.xfail(strict=False, reason="a drop followed at once by a rerun is lost (Streamlit 1.67; "
-                                                   "see lost_drop_message): known, not fixed yet")
-SWITCH_PARAMS = [pytest.param("at_once", marks=LOST_DROP), pytest.param("uploaded", marks=LOST_DROP), "saved"]
-DROP_PARAMS = [pytest.param("at_once", marks=LOST_DROP), "uploaded"]
 
 
 def drop(page: Page, files: list[dict], wait_upload: bool) -> float:
@@ -557,19 +552,16 @@ def drop(page: Page, files: list[dict], wait_upload: bool) -> float:
 
 def lost_drop_message(what: str, timing: str) -> str:
     if timing == "at_once":
-        why = ("Streamlit 1.67 answers the uploader's file-URL request through the session's outgoing queue and "
-               "clears that queue (keeping only lifecycle messages) when a full script run starts "
-               "(runtime/app_session.py _clear_queue on SCRIPT_STARTED -> ForwardMsgQueue.clear("
-               "retain_lifecycle_msgs=True)); the question's or the page switch's run drops the reply, so the "
-               "browser never uploads the file and the uploader shows nothing")
+        why = ("Streamlit answers the uploader's file-URL request through the session's outgoing queue and "
+               "clears that queue when a script run starts; ui.keep_upload_replies puts the reply back, and "
+               "did not here: the browser never uploaded the file")
     else:
-        why = ("every upload reached the server (its PUT answered), but the chat page's run that saves and queues "
-               "uploads (streamlit_app.py: `if uploads: ui.handle_uploads(...)`) did not happen before the page "
-               "switch; back on the chat page the uploader is empty, so the files are never saved")
+        why = ("every upload reached the server (its PUT answered), but no run saved it: the uploader's "
+               "callback (ui.add_documents) did not run, on whatever page the next run drew")
     return f"{what} never reached the folder: the drop was lost ({why})"
 
 
-@pytest.mark.parametrize("timing", SWITCH_PARAMS)
+@pytest.mark.parametrize("timing", SWITCH_TIMING)
 def test_queue_thirty_files_dropped_then_a_page_switch(page, server, timing):
     index, folder = server["index"], server["folder"]
     names = [f"station-{timing}-{i:02d}.md" for i in range(1, 31)]
@@ -613,7 +605,7 @@ TIMETABLES = {  # one fact per run, so that each run's answer can only come from
 }
 
 
-@pytest.mark.parametrize("timing", DROP_PARAMS)
+@pytest.mark.parametrize("timing", DROP_TIMING)
 def test_queue_question_right_after_a_drop_then_answered_from_it(page, server, timing):
     index, folder = server["index"], server["folder"]
     name, fact, question, needle = TIMETABLES[timing]

@@ -18,7 +18,7 @@ import rag
 from rag.evaluate import Question, load_questions, save_question
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE = str(ROOT / "pages" / "2_Calibration.py")
+PAGE = str(ROOT / "app_pages" / "calibration.py")
 TIMEOUT = 180  # the first run loads the model and indexes the folder
 
 DOCS = {
@@ -103,10 +103,10 @@ def test_page_works_before_anyone_writes_a_question(tmp_path, monkeypatch):
     # Pick a threshold for the chat, then go back to the calibrated ones.
     at.number_input(key="calibration_pick").set_value(0.5).run()
     at.button(key="use_pick").click().run()
-    assert at.session_state["threshold"] == pytest.approx(0.5) and at.session_state["threshold_explicit"]
+    assert at.session_state["threshold_set"] == pytest.approx(0.5)
     assert any("0.500" in s.value for s in at.success)
     at.button(key="use_calibrated").click().run()
-    assert not at.session_state["threshold_explicit"]
+    assert at.session_state["threshold_set"] is None
 
 
 def test_adding_questions_beside_the_index(index_dir):

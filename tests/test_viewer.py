@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from rag import ViewerError
 
 ROOT = Path(__file__).resolve().parent.parent
-VIEWER = str(ROOT / "pages" / "3_Viewer.py")
+VIEWER = str(ROOT / "app_pages" / "viewer.py")
 
 TIDE = "The lighthouse keeper of Ponta Azul logs the tide at 04:40 every morning."
 SPAN_END = "Its lamp was electrified in 1931, and the keeper's cottage became a museum."

@@ -99,10 +99,10 @@ def test_the_answers_number_links_to_the_viewer_at_a_markdown_passage(page, app)
     wait_indexed(page, app)
     ask(page, "How big can a file I send through the browser be?")
     answer = page.locator('[data-testid="stChatMessage"]').last
-    link = answer.locator('a[href*="Viewer?doc="]').first
+    link = answer.locator('a[href*="viewer?doc="]').first
     href = link.get_attribute("href")
     doc, start, end = (re.search(rf"{k}=([^&]+)", href)[1] for k in ("doc", "start", "end"))
-    page.goto(f"{app.url}/Viewer?doc={doc}&start={start}&end={end}")
+    page.goto(f"{app.url}/viewer?doc={doc}&start={start}&end={end}")
     mark = page.locator("mark#rag-quote")
     expect(mark).to_be_visible()
     text = (app.folder / doc.replace("+", " ")).read_text(encoding="utf-8")
@@ -111,7 +111,7 @@ def test_the_answers_number_links_to_the_viewer_at_a_markdown_passage(page, app)
 
 @pytest.mark.parametrize("doc", ["../../../etc/passwd", "/etc/passwd", "..%2Fdocs%2Fuploading.md"])
 def test_a_path_outside_the_folder_is_refused_and_nothing_is_served(page, app, doc):
-    page.goto(f"{app.url}/Viewer?doc={quote(doc, safe='%')}&start=0&end=10")
+    page.goto(f"{app.url}/viewer?doc={quote(doc, safe='%')}&start=0&end=10")
     expect(page.get_by_text(re.compile("not a document of this folder"))).to_be_visible(timeout=120_000)
     assert page.locator(".rag-page").count() == 0 and page.locator("mark#rag-quote").count() == 0
     assert "root:" not in page.content()

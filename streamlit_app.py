@@ -1,0 +1,42 @@
+"""Chat with your folder: the app's entry point, which routes the pages and draws the sidebar they share.
+
+Every page (Chat, Library, Calibration, Viewer) runs inside this script, so what is here is drawn once
+for all of them, in this order:
+
+- top of the sidebar: the folder box and "Add documents" (the uploader). The uploader sits here, before
+  any page's own controls, so it is the same widget at the same place on every page: a drop finishes
+  uploading and is saved even when the person switches pages at once.
+- the page itself (its own sidebar controls, such as the chat's threshold slider, come next);
+- bottom of the sidebar: replace-or-keep questions for uploads, the upload log, the library's counts and
+  the live indexing queue. The queue panel is drawn last because, when the queue empties, it redraws
+  the whole app: anything drawn after it in this run (a question being asked) would be cut short.
+
+Run: `streamlit run streamlit_app.py` (settings from rag.toml / RAG_* variables; folder `data` by default).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import ui
+
+st.set_page_config(page_title="Chat with your folder", page_icon="📁", layout="wide")
+ui.keep_upload_replies()
+ui.keep_page_state()
+
+ui.folder_picker()
+ws = ui.workspace()
+ui.add_documents(ws)
+
+page = st.navigation([
+    st.Page("app_pages/chat.py", title="Chat", icon=":material/chat:", default=True),
+    st.Page("app_pages/library.py", title="Library", icon=":material/folder_open:", url_path="library"),
+    st.Page("app_pages/calibration.py", title="Calibration", icon=":material/tune:", url_path="calibration"),
+    st.Page("app_pages/viewer.py", title="Viewer", icon=":material/article:", url_path="viewer"),
+])
+page.run()
+
+with st.sidebar:
+    ui.upload_questions(ws)
+    ui.library_status(ws)
+    ui.queue_panel(ws)
