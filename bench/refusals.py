@@ -12,10 +12,12 @@ support test) and counts, by language and kind:
 - follow-ups: the sample's should-refuse questions asked as a second turn after an answerable one
   (searched with it, as the chat does), against the same questions asked alone.
 
-SQuAD questions are split in two halves by a hash of their id: `dev` (where min_support and
-close_support were chosen) and `test` (reported). Rates carry Wilson 95% intervals.
+Every set is split in two halves by a hash (md5) of each question's id, or of its text when it has no id
+(the sample set): `dev`, where the settings were chosen (min_support, close_support, the shipped
+unrelated question sets), and `test`, measured once with them and reported. Rates carry Wilson 95%
+intervals. `--markdown` prints the rows of the README's table.
 
-    .venv/bin/python bench/refusals.py [--squad ../shared/eval/squad2] [--out bench/out] [--json FILE]
+    .venv/bin/python bench/refusals.py [--squad ../shared/eval/squad2] [--out bench/out] [--json FILE] [--markdown]
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ from rag.evaluate import contains, fmt_rate, load_questions, rate  # noqa: E402
 
 
 def half(qid: str) -> str:
+    """'dev' or 'test', by the parity of the md5 of a question's id (or text).
+
+    >>> half("56ddde6b9a695914005b9629"), half("Does the app need internet access to work?")
+    ('test', 'dev')
+    """
     return "dev" if int(hashlib.md5(qid.encode()).hexdigest(), 16) % 2 == 0 else "test"
 
 
@@ -53,7 +60,7 @@ def run_folder(name: str, folder: Path, questions_path: Path, out: Path, embedde
         kept = gate(result, choice.value, settings.max_chunks, choice.rule).kept
         kind = q.kind or ("should-refuse" if q.refuse else "answerable")
         top4 = (not q.refuse) and any(c.fused_rank <= 4 and contains(c.content, q.needle) for c in result.candidates)
-        rows.append({"lang": q.lang, "kind": kind, "split": half(d["id"]) if d.get("id") else "all",
+        rows.append({"lang": q.lang, "kind": kind, "split": half(d.get("id") or q.question),
                      "answered": bool(kept), "top4": top4,
                      "right": (not q.refuse) and any(contains(c.content, q.needle) for c in kept)})
     followups = []
@@ -95,11 +102,35 @@ def summarise(run: dict) -> list[dict]:
     return out
 
 
+NAMES = {"squad-en": "SQuAD, English", "squad-pt": "SQuAD, Portuguese", "sample": "sample"}
+LANG_NAMES = {"en": "English", "pt": "Portuguese"}
+
+
+def markdown_rows(runs: list[dict], summary: list[dict]) -> list[str]:
+    """`| folder | questions | right kept | off-folder bluffs | near-miss bluffs |` rows, test halves first."""
+    out = []
+    for split in ("test", "dev"):
+        for run in runs:
+            for lang in sorted({s["lang"] for s in summary if s["set"] == run["name"] and s["split"] == split}):
+                mine = {s["what"]: s for s in summary if s["set"] == run["name"] and s["split"] == split and s["lang"] == lang}
+                right = mine.get("right kept (of top-4 answerable)")
+                off = mine.get("bluffs (off-folder)") or mine.get("bluffs (should-refuse)")
+                near = mine.get("bluffs (near-miss)")
+                name = NAMES.get(run["name"], run["name"])
+                if run["name"] == "sample":
+                    name += f", {LANG_NAMES.get(lang, lang)}"
+                counts = ", ".join(str(x["n"]) for x in (right, off, near) if x)
+                cell = lambda x: f"{fmt_rate(x)} ({x['k']}/{x['n']})" if x else "–"
+                out.append(f"| {name} ({split} half) | {counts} | {cell(right)} | {cell(off)} | {cell(near)} |")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--squad", default=str(ROOT.parent / "shared" / "eval" / "squad2"))
     p.add_argument("--out", default=str(ROOT / "bench" / "out"))
     p.add_argument("--json", help="write every row and summary here")
+    p.add_argument("--markdown", action="store_true", help="also print the README table's rows")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -114,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{'set':<9} {'split':<5} {'lang':<4} {'what':<36} rate [95% CI] (k/n)")
     for s in summary:
         print(f"{s['set']:<9} {s['split']:<5} {s['lang']:<4} {s['what']:<36} {fmt_rate(s)} ({s['k']}/{s['n']})")
+    if args.markdown:
+        print("\n" + "\n".join(markdown_rows(runs, summary)))
     if args.json:
         Path(args.json).write_text(json.dumps({"runs": runs, "summary": summary}, ensure_ascii=False, indent=1),
                                    encoding="utf-8")

@@ -6,8 +6,16 @@ default threshold is not a constant: for each question language, it is the dista
 `budget` (default 5%) of a fixed set of unrelated questions would get an answer through the gate's full
 evidence test (distance and support). The same questions set the support test's `close` distance: just
 under the nearest any of them comes to the folder. A passage that close may answer in its own words (it
-needs less of the question's words); further out it must use the question's. The sets ship with the package (`rag/questions/unrelated_*.tsv`:
-260 questions each in English and Portuguese over 26 everyday topics, written for this project).
+needs less of the question's words); further out it must use the question's.
+
+The sets ship with the package, written for this project, in two kinds (`KINDS`): everyday questions
+(`rag/questions/unrelated_*.tsv`: 260 each in English and Portuguese over 26 topics such as cooking,
+sport, travel, money) and general-knowledge questions (`rag/questions/general_*.tsv`: 140 each over 14
+topics such as ancient history, literature, physics, famous people). The budget holds for each kind
+separately: the threshold is the strictest of the two. General-knowledge questions sit closer to an
+encyclopedic folder than everyday ones (on a Portuguese folder of Wikipedia articles, 16 of the 140
+passed at the threshold the everyday questions alone gave, three times the budget), and they are what a
+person asks such a folder about things it does not hold.
 
 Robust to a folder about one of those topics: a topic whose questions the folder clearly answers (at
 least 70% of them would pass at the threshold computed without that topic) is the folder's subject,
@@ -22,6 +30,8 @@ What it does not do: search (it is given a search function), or decide which thr
 
 >>> choose_threshold([0.2, 0.5, 0.6, 0.7, float("inf")], ["a", "b", "b", "c", "c"], budget=0.2, floor=0.1, ceiling=0.9)
 (0.499, 1, (), '')
+>>> [kind for kind, _ in KINDS], len(unrelated_questions("en")) == len(question_kinds("en"))
+(['everyday', 'general knowledge'], True)
 """
 
 from __future__ import annotations
@@ -44,23 +54,33 @@ from rag.search import SearchResult
 QUESTIONS_DIR = Path(__file__).resolve().parent / "questions"
 LANGUAGES = ("en", "pt")
 LANGUAGE_NAMES = {"en": "English", "pt": "Portuguese"}
+# The kinds of unrelated question and their files (one per language: `{prefix}_{lang}.tsv`).
+KINDS = (("everyday", "unrelated"), ("general knowledge", "general"))
 SUBJECT_SHARE = 0.7  # a topic passing this often at the others' threshold is what the folder is about (7 of 10)
 MIN_TOPIC = 4  # topics with fewer questions are never left out
 
 
 def unrelated_questions(lang: str) -> list[tuple[str, str]]:
-    """(topic, question) pairs of the shipped unrelated set for a language."""
-    if lang not in LANGUAGES:
-        raise ValueError(f"no unrelated questions for {lang!r}; choose one of {', '.join(LANGUAGES)}")
-    return list(_read_questions(lang))
+    """(topic, question) pairs of the shipped unrelated sets for a language, every kind, in `KINDS` order."""
+    return [(t, q) for _, t, q in _read_questions(lang)]
+
+
+def question_kinds(lang: str) -> list[str]:
+    """The kind (`KINDS`) of each of `unrelated_questions(lang)`, in the same order."""
+    return [k for k, _, _ in _read_questions(lang)]
 
 
 # The sets ship with the package and do not change while it runs: read each file once per process.
 @functools.lru_cache(maxsize=None)
-def _read_questions(lang: str) -> tuple[tuple[str, str], ...]:
-    with (QUESTIONS_DIR / f"unrelated_{lang}.tsv").open(encoding="utf-8", newline="") as fh:
-        rows = list(csv.reader(fh, delimiter="\t"))
-    return tuple((t, q) for t, q in rows[1:] if q.strip())
+def _read_questions(lang: str) -> tuple[tuple[str, str, str], ...]:
+    if lang not in LANGUAGES:
+        raise ValueError(f"no unrelated questions for {lang!r}; choose one of {', '.join(LANGUAGES)}")
+    out = []
+    for kind, prefix in KINDS:
+        with (QUESTIONS_DIR / f"{prefix}_{lang}.tsv").open(encoding="utf-8", newline="") as fh:
+            rows = list(csv.reader(fh, delimiter="\t"))
+        out += [(kind, t, q) for t, q in rows[1:] if q.strip()]
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=None)
@@ -68,7 +88,8 @@ def questions_digest() -> str:
     """Identifies the shipped question sets: a change to them recalibrates."""
     h = hashlib.sha1()
     for lang in LANGUAGES:
-        h.update((QUESTIONS_DIR / f"unrelated_{lang}.tsv").read_bytes())
+        for _, prefix in KINDS:
+            h.update((QUESTIONS_DIR / f"{prefix}_{lang}.tsv").read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -134,7 +155,7 @@ class LanguageCalibration:
         name = LANGUAGE_NAMES.get(self.lang, self.lang)
         share = self.passing / self.questions if self.questions else 0.0
         out = (f"calibrated for {name}: {self.threshold:.3f}, where {share:.0%} of {self.questions} unrelated "
-               f"questions would pass (budget {self.budget:.0%})")
+               f"questions would pass (budget {self.budget:.0%} for each kind: everyday, general knowledge)")
         if self.bound:
             out += f"; held at the {self.bound}"
         if self.excluded_topics:
@@ -207,13 +228,15 @@ def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: st
     """Search every unrelated question of every language once and choose each language's threshold and
     close distance. `vectors[lang]` holds the embeddings of `unrelated_questions(lang)`, in order.
 
-    Three steps per language: the folder's own topics are found with the plain support test; the close
-    distance is set just under the nearest that any remaining question comes; the threshold is chosen on
-    the remaining questions with the full test (close distance included)."""
+    Three steps per language: the folder's own topics are found with the plain support test, on every
+    kind together; the close distance is set just under the nearest that any remaining question comes;
+    the threshold is chosen with the full test (close distance included) for each kind's remaining
+    questions, and the strictest is kept, so that neither kind passes more often than the budget."""
     t0 = time.perf_counter()
     languages, points = {}, []
     for lang in LANGUAGES:
         qs = unrelated_questions(lang)
+        kinds = question_kinds(lang)
         topics = [t for t, _ in qs]
         results = [search(q, v) for (_, q), v in zip(qs, vectors[lang])]
         plain = SupportRule(min_support)
@@ -223,11 +246,19 @@ def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: st
         close = _just_under(min((d for d, t in zip(nearest, topics) if t not in excluded), default=0.0))
         rule = SupportRule(min_support, close, close_support)
         values = [evidence_distance(r, rule) for r in results]
-        t, passing, _, bound = choose_threshold(values, topics, budget, floor, ceiling, exclude=excluded)
-        measured = sum(1 for topic in topics if topic not in excluded)
-        languages[lang] = LanguageCalibration(lang, t, close, budget, measured, passing, excluded, bound)
-        points += [{"lang": lang, "topic": topic, "question": q, "evidence": v, "nearest": n}
-                   for (topic, q), v, n in zip(qs, values, nearest)]
+        by_kind = []
+        for kind, _ in KINDS:
+            mine = [i for i, k in enumerate(kinds) if k == kind]
+            if mine:
+                t, _, _, bound = choose_threshold([values[i] for i in mine], [topics[i] for i in mine], budget,
+                                                  floor, ceiling, exclude=excluded)
+                by_kind.append((t, bound))
+        t, bound = min(by_kind, default=(ceiling, "ceiling"))
+        measured = [i for i, topic in enumerate(topics) if topic not in excluded]
+        passing = sum(1 for i in measured if values[i] <= t)
+        languages[lang] = LanguageCalibration(lang, t, close, budget, len(measured), passing, excluded, bound)
+        points += [{"lang": lang, "kind": kind, "topic": topic, "question": q, "evidence": v, "nearest": n}
+                   for kind, (topic, q), v, n in zip(kinds, qs, values, nearest)]
     return Calibration(fingerprint, min_support, languages, points, time.time(), time.perf_counter() - t0)
 
 

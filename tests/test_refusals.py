@@ -14,7 +14,7 @@ import pytest
 
 import rag
 from rag import SUPPORT, DISTANCE, EMPTY, SupportRule, gate
-from rag.calibration import choose_threshold, unrelated_questions
+from rag.calibration import KINDS, calibrate, choose_threshold, question_kinds, unrelated_questions
 from rag.cli import main as cli
 from rag.lexical import LexicalIndex, question_terms
 from rag.search import Candidate, SearchResult
@@ -91,13 +91,88 @@ def test_a_topic_the_folder_answers_is_left_out_of_the_calibration():
     assert excluded == ("cooking",) and t > 0.6 and passing <= 3
 
 
-def test_shipped_unrelated_questions_are_many_and_varied():
-    for lang in ("en", "pt"):
-        qs = unrelated_questions(lang)
-        assert len(qs) >= 200 and len({q for _, q in qs}) == len(qs)
-        assert len({t for t, _ in qs}) >= 20
+@pytest.mark.parametrize("lang", ["en", "pt"])
+def test_shipped_unrelated_questions_are_many_and_varied(lang):
+    qs, kinds = unrelated_questions(lang), question_kinds(lang)
+    assert len(qs) >= 200 and len({q for _, q in qs}) == len(qs) and len(kinds) == len(qs)
+    assert len({t for t, _ in qs}) >= 20
+    # Both kinds, each over several topics of its own: a topic belongs to one kind only.
+    for kind, _ in KINDS:
+        topics = {t for (t, _), k in zip(qs, kinds) if k == kind}
+        assert kinds.count(kind) >= 140 and len(topics) >= 14, kind
+    everyday = {t for (t, _), k in zip(qs, kinds) if k == "everyday"}
+    assert everyday.isdisjoint(t for (t, _), k in zip(qs, kinds) if k != "everyday")
     with pytest.raises(ValueError, match="choose one of en, pt"):
         unrelated_questions("fr")
+
+
+def test_the_budget_holds_for_each_kind_of_unrelated_question():
+    # A folder near which general-knowledge questions come close and everyday ones stay far: pooled, the
+    # 5% would be spent almost entirely on general-knowledge questions; per kind, each stays within it.
+    everyday, general = unrelated_questions("en")[:260], unrelated_questions("en")[260:]
+    assert question_kinds("en")[259:261] == ["everyday", "general knowledge"]
+    # Spread over every topic (37 is prime to 140), so that no topic looks like the folder's own subject.
+    near = {q: 0.40 + 0.001 * ((37 * i) % 140) for i, (_, q) in enumerate(general)}
+
+    def search(question, vector):
+        d = near.get(question, 0.70 + 0.0005 * len(question))
+        return result(candidate(1, d, 1.0), question=question, terms=())
+
+    cal = calibrate(search, {"en": [None] * 400, "pt": [None] * 400}, fingerprint="f", min_support=0.5,
+                    close_support=0.05, budget=0.05, floor=0.1, ceiling=0.9)
+    en = cal.languages["en"]
+    assert en.excluded_topics == ()
+    by_kind = {kind: [p["evidence"] <= en.threshold for p in cal.points if p["lang"] == "en" and p["kind"] == kind]
+               for kind, _ in KINDS}
+    assert sum(by_kind["general knowledge"]) == 7 == int(0.05 * len(general))  # exactly the budget, not more
+    assert sum(by_kind["everyday"]) == 0
+    pooled = choose_threshold([p["evidence"] for p in cal.points if p["lang"] == "en"],
+                              [p["topic"] for p in cal.points if p["lang"] == "en"], 0.05, 0.1, 0.9, exclude=())[0]
+    assert en.threshold < pooled  # the per-kind rule is the stricter one here
+    assert "budget 5% for each kind: everyday, general knowledge" in en.describe()
+
+
+ARTICLES = {
+    "painting.md": "# Renaissance painting\n\nRenaissance painters in Florence and Rome studied perspective, anatomy and "
+                   "light. Michelangelo, Raphael and Leonardo worked for popes and princes, painting frescoes on the "
+                   "walls and ceilings of chapels and palaces.\n",
+    "composers.md": "# Baroque and classical music\n\nBaroque composers such as Vivaldi and Handel wrote concertos, operas "
+                    "and oratorios. Later, Haydn and Mozart shaped the classical symphony, and Beethoven carried it into "
+                    "the Romantic era while losing his hearing.\n",
+    "rome.md": "# The Roman Republic\n\nThe Roman Republic was governed by two consuls elected each year and by the "
+               "Senate, a council of former magistrates. It fought Carthage in the Punic Wars and ended when Augustus "
+               "became the first emperor.\n",
+    "medicine.md": "# Antibiotics\n\nAlexander Fleming noticed in 1928 that a mould killed the bacteria around it. The "
+                   "substance, penicillin, became the first widely used antibiotic during the Second World War.\n",
+    "pintura.md": "# Pintura do Renascimento\n\nOs pintores do Renascimento em Florença e Roma estudaram a perspetiva, a "
+                  "anatomia e a luz. Miguel Ângelo, Rafael e Leonardo trabalharam para papas e príncipes, pintando "
+                  "frescos em capelas e palácios.\n",
+    "roma.md": "# A República Romana\n\nA República Romana era governada por dois cônsules eleitos todos os anos e pelo "
+               "Senado, um conselho de antigos magistrados. Combateu Cartago nas Guerras Púnicas e acabou quando "
+               "Augusto se tornou o primeiro imperador.\n",
+}
+
+
+def test_an_encyclopedic_folder_answers_its_own_questions_and_refuses_general_knowledge_ones(make_engine, tmp_path):
+    folder = tmp_path / "encyclopedia"
+    folder.mkdir()
+    for name, text in ARTICLES.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.sync()
+    cal = engine.calibrated()
+    for lang, c in cal.languages.items():
+        assert c.questions == 400 and c.excluded_topics == ()  # no topic is this folder's whole subject
+        for kind, _ in KINDS:
+            mine = [p for p in cal.points if p["lang"] == lang and p["kind"] == kind]
+            assert sum(p["evidence"] <= c.threshold for p in mine) <= int(c.budget * len(mine)), (lang, kind)
+    for question, doc in [("Who painted frescoes for the popes?", "painting.md"),
+                          ("Quem governava a República Romana?", "roma.md")]:
+        turn = engine.ask(question)
+        assert turn.gated.kept and turn.gated.kept[0].doc_name == doc, (question, turn.gated.refusal)
+    for question in ("What was the Library of Alexandria known for?", "Quem escreveu Os Lusíadas?"):
+        turn = engine.ask(question)
+        assert turn.answer.refused and turn.gated.failed in (SUPPORT, DISTANCE), question
 
 
 # --- the engine, on the sample folder, at default settings -----------------------------------------------
@@ -124,6 +199,37 @@ def test_questions_the_sample_answers_still_answer_in_each_language(sample_engin
     assert turn.gated.kept, turn.gated.refusal
     assert turn.threshold.source == "calibrated"
     assert turn.gated.threshold == sample_engine.calibrated().threshold(lang)
+
+
+@pytest.mark.parametrize("question, lang, few_words", [
+    # The passage saying everything runs locally holds only "app" of six words (support under 0.15), but it
+    # is closer than any unrelated question comes to this folder: a close paraphrase, kept.
+    ("Does the app send my private documents to some cloud server?", "en", True),
+    ("O navegador precisa de ligação à internet?", "pt", False),
+])
+def test_close_paraphrases_answer_and_far_passages_need_half_the_words(sample_engine, question, lang, few_words):
+    turn = sample_engine.ask(question)
+    rule = turn.threshold.rule
+    assert turn.result.language == lang and turn.gated.kept, turn.gated.refusal
+    assert rule.close_support == 0.05 and rule.close == sample_engine.calibrated().languages[lang].close
+    assert any(c.support < 0.15 for c in turn.gated.kept) == few_words
+    for c, verdict in zip(turn.gated.candidates, turn.gated.verdicts):
+        if c.distance > turn.gated.threshold:
+            assert verdict == rag.OVER
+        elif c.distance <= rule.close:
+            assert (verdict == rag.UNSUPPORTED) == (c.support < 0.05)
+        else:
+            assert (verdict == rag.UNSUPPORTED) == (c.support + 1e-9 < 0.5)
+
+
+@pytest.mark.parametrize("question, lang, words", [
+    ("Is the app usable on a plane with wifi switched off?", "en", ('"plane"', '"wifi"')),
+    ("Qual é a receita de arroz de pato?", "pt", ('"arroz"', '"pato"')),
+])
+def test_one_shared_word_far_from_the_folder_is_not_evidence(sample_engine, question, lang, words):
+    turn = sample_engine.ask(question)
+    assert turn.answer.refused and turn.gated.failed == SUPPORT and turn.result.language == lang
+    assert all(w in turn.gated.refusal for w in words)
 
 
 def test_calibrated_threshold_is_used_until_a_person_sets_one(make_engine, sample_folder, tmp_path, capsys):
