@@ -16,6 +16,7 @@ Here:
 - `keep_upload_replies()`: keeps a drop from being lost when a question or page switch follows at once.
 - `keep_page_state()` and the threshold helpers: settings a page's widgets hold survive visits to other
   pages (Streamlit forgets the state of a widget that a run does not draw).
+- `linkify()`: an answer's Markdown, each valid [n] a link to its source (the viewer, in the app).
 - `md_escape()`: document text (and anything derived from it) as Markdown that shows the same
   characters and nothing else: no HTML, no images, no links, no formatting.
 
@@ -31,12 +32,13 @@ import string
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable, Sequence
 from urllib.parse import urlencode
 
 import streamlit as st
 
 import rag
+import rag.citations
 
 UPLOAD_TYPES = ["md", "markdown", "txt", "pdf"]
 # Settings read per question, not when the index is opened: changing them never opens another engine.
@@ -171,6 +173,32 @@ def folder_picker() -> None:
                                ".rag-index folder inside it.")
     if st.session_state.get("folder_error"):
         st.sidebar.error(md_escape(st.session_state["folder_error"]))
+
+
+def linkify(ans: rag.Answer, citations: Sequence[rag.Citation], href: Callable[[rag.Citation], str] = lambda c: c.link,
+            escape: Callable[[str], str] = lambda s: s) -> str:
+    """Markdown for an answer: each valid [n] becomes a link to its citation; a number that is not one
+    of the sources the generator was given stays plain text with no link (escaped, so Markdown cannot
+    make a link of it). Brackets inside the extractive answer's quotes are left as they are.
+    `escape` is applied to all the rest (the words), e.g. to render them as inert text."""
+    by_n = {c.n: c for c in citations}
+    ok = set(by_n) if ans.check is None else set(ans.check.given) & set(by_n)
+
+    def one(n: int) -> str:
+        return f"[\\[{n}\\]]({href(by_n[n])})" if n in ok else f"\\[{n}\\]"
+
+    def words(text: str) -> str:
+        out, pos = [], 0
+        for m in rag.citations.MARKER.finditer(text):
+            out += [escape(text[pos:m.start()]), "".join(one(int(x)) for x in m.group(1).split(","))]
+            pos = m.end()
+        return "".join(out) + escape(text[pos:])
+
+    out, pos = [], 0
+    for s, e in sorted(ans.quoted):
+        out += [words(ans.text[pos:s]), escape(ans.text[s:e])]
+        pos = e
+    return "".join(out) + words(ans.text[pos:])
 
 
 # --- state that outlives a page -----------------------------------------------------------------------

@@ -151,7 +151,7 @@ def show_answer(turn_no: int, ans: rag.Answer, gated: rag.Gated, mode_name: str,
     """The answer with its [n] linked to the citation cards below, then what the check and the generator
     have to say about it."""
     # Each [n] opens its document at the passage (the viewer, in a new tab); the cards below say the same.
-    slot.markdown(rag.linkify(ans, gated.citations, href=ui.viewer_url, escape=ui.md_escape))
+    slot.markdown(ui.linkify(ans, gated.citations, href=ui.viewer_url, escape=ui.md_escape))
     if ans.note:
         fell_back = mode_name == "llm" and ans.mode != "llm"
         (st.warning if fell_back else st.info)(ui.md_escape(ans.note),

@@ -26,7 +26,7 @@ for _k, _v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISAB
     _os.environ.setdefault(_k, _v)
 
 from rag.answer import (Answer, ChosenSentence, ExtractiveGenerator, Generator, LLMGenerator,  # noqa: E402
-                        answer, build_prompt, linkify, make_generator)
+                        answer, build_prompt, make_generator)
 from rag.citations import NO_ANSWER_SENTENCE, CitationCheck, check_citations  # noqa: E402
 from rag.followup import followup_query, is_followup  # noqa: E402
 from rag.chunk import Chunk, Strategy, chunk_document, strategy  # noqa: E402
@@ -39,19 +39,19 @@ from rag.gate import (CAPPED, DISTANCE, EMPTY, KEPT, OVER, SUPPORT, UNSUPPORTED,
                       SupportRule, gate, refusal_text)
 from rag.library import DocRecord, Stamp  # noqa: E402
 from rag.llm import ChatClient, LLMError  # noqa: E402
-from rag.search import Candidate, SearchResult, rrf  # noqa: E402
+from rag.search import Candidate, Fused, SearchResult, fuse, rrf  # noqa: E402
 from rag.settings import Settings, load_settings  # noqa: E402
 from rag.store import StoreError  # noqa: E402
 from rag.viewer import Located, Mark, ViewerError  # noqa: E402
 
 __all__ = [
     "NO_ANSWER_SENTENCE", "ChatClient", "CitationCheck", "LLMError", "LLMGenerator", "build_prompt",
-    "check_citations", "followup_query", "is_followup", "linkify", "make_generator",
+    "check_citations", "followup_query", "is_followup", "make_generator",
     "Calibration", "DISTANCE", "EMPTY", "LanguageCalibration", "SUPPORT", "SupportRule", "ThresholdChoice",
     "UNSUPPORTED", "Located", "Mark", "ViewerError",
     "Answer", "CAPPED", "Candidate", "ChosenSentence", "Chunk", "Citation", "DocRecord", "Embedder", "Engine",
     "ExtractionError", "Extracted", "ExtractiveGenerator", "FileOutcome", "Gated", "Generator", "KEPT",
     "LibraryStats", "OVER", "SearchResult", "Settings", "Stamp", "StoreError", "Strategy", "SyncReport", "Turn",
     "UploadConflict", "UploadError", "answer", "chunk_document", "count_tokens", "extract", "extract_bytes", "gate",
-    "load_embedder", "load_settings", "refusal_text", "rrf", "safe_name", "strategy",
+    "load_embedder", "load_settings", "refusal_text", "rrf", "safe_name", "strategy", "Fused", "fuse",
 ]

@@ -25,8 +25,8 @@ After every answer, `answer()` runs the citation check (`rag.citations.check_cit
 beside the answer, and the fixed no-answer sentence makes the answer a refusal.
 
 What it does not do: retrieve or gate (the engine and `rag.gate` do), check citations (`rag.citations`),
-handle follow-ups (`rag.followup`), or render HTML. `linkify`, which writes an answer's Markdown with
-its links, is a rendering helper waiting to move to the app.
+handle follow-ups (`rag.followup`), or render anything: the app writes an answer's Markdown with its
+links (`ui.linkify`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import Callable, Iterator, Protocol, Sequence
 import numpy as np
 
 from rag.chunk import sentences
-from rag.citations import MARKER, NO_ANSWER_SENTENCE, CitationCheck, check_citations, numbers_text
+from rag.citations import NO_ANSWER_SENTENCE, CitationCheck, check_citations, numbers_text
 from rag.embed import Embedder, count_tokens
 from rag.gate import Citation, Gated
 from rag.lexical import LANGUAGES, analyze, fold, question_terms, term_tokens
@@ -409,29 +409,3 @@ def _quoted_spans(text: str, chosen: Sequence[ChosenSentence]) -> list[tuple[int
 
 
 # --- rendering (the app's; kept here until it moves) ---------------------------------------------
-
-def linkify(ans: "Answer", citations: Sequence[Citation], href: Callable[[Citation], str] = lambda c: c.link,
-            escape: Callable[[str], str] = lambda s: s) -> str:
-    """Markdown for an answer: each valid [n] becomes a link to its citation; a number that is not one
-    of the sources the generator was given stays plain text with no link (escaped, so Markdown cannot
-    make a link of it). Brackets inside the extractive answer's quotes are left as they are.
-    `escape` is applied to all the rest (the words), e.g. to render them as inert text."""
-    by_n = {c.n: c for c in citations}
-    ok = set(by_n) if ans.check is None else set(ans.check.given) & set(by_n)
-
-    def one(n: int) -> str:
-        return f"[\\[{n}\\]]({href(by_n[n])})" if n in ok else f"\\[{n}\\]"
-
-    def words(text: str) -> str:
-        out, pos = [], 0
-        for m in MARKER.finditer(text):
-            out += [escape(text[pos:m.start()]), "".join(one(int(x)) for x in m.group(1).split(","))]
-            pos = m.end()
-        return "".join(out) + escape(text[pos:])
-
-    out, pos = [], 0
-    for s, e in sorted(ans.quoted):
-        out += [words(ans.text[pos:s]), escape(ans.text[s:e])]
-        pos = e
-    return "".join(out) + words(ans.text[pos:])
-

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import rag
-from rag import NO_ANSWER_SENTENCE, check_citations, gate, is_followup, linkify
+from rag import NO_ANSWER_SENTENCE, check_citations, gate, is_followup
+from ui import linkify
 from rag.answer import ANSWER_RULE, EVERY_SENTENCE, Answer, AnswerRule, ChosenSentence, ExtractiveGenerator
 from rag.citations import answer_sentences
 from tests.conftest import CountingGenerator

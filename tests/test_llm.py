@@ -20,8 +20,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import rag
+from ui import linkify
 from rag import (NO_ANSWER_SENTENCE, ChatClient, Engine, ExtractiveGenerator, LLMError, LLMGenerator,
-                 build_prompt, count_tokens, gate, linkify, load_settings, make_generator)
+                 build_prompt, count_tokens, gate, load_settings, make_generator)
 
 SECRET = "sk-test-0123456789abcdef"  # a made-up API key; it must never show up outside the header
 
