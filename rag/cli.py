@@ -3,7 +3,7 @@
     rag index [FOLDER] [--rebuild]
     rag ask "question" [--threshold X] [--max-chunks K] [--json]
     rag status [--json]
-    rag eval needles SET | rag eval sweep IN OUT | rag eval beir DIR   (see rag/evaluate.py)
+    rag eval needles SET | rag eval sweep IN OUT | rag eval beir DIR   (rag.evaluate, rag.beir)
 
 Settings come from `load_settings()` (rag.toml, RAG_* variables); `--folder`, `--index-dir` and
 `--config` override them. The CLI prints what the app shows: the answer, its citations, and the full
@@ -15,12 +15,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import shutil
 import sys
+import tempfile
 import time
+from pathlib import Path
+from typing import Sequence
 
 from rag.engine import Engine, Turn
-from rag.settings import load_settings
+from rag.settings import Settings, load_settings
 
 
 def _engine(args: argparse.Namespace, folder: str | None = None) -> Engine:
@@ -156,6 +160,117 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- `rag eval ...` ---------------------------------------------------------------------------------
+
+DEFAULT_COMPARE = ("E/hybrid:A/hybrid", "E/hybrid:C/hybrid", "E/hybrid:E/dense", "E/hybrid:E/bm25")
+
+
+def add_eval_parser(sub) -> None:
+    """Register `rag eval needles|sweep|beir` on the CLI's subparsers."""
+    pe = sub.add_parser("eval", help="measure retrieval: needle sets, threshold sweep, BEIR benchmarks")
+    es = pe.add_subparsers(dest="eval_cmd", required=True)
+    pn = es.add_parser("needles", help="Recall@1/4/8/20, MRR, destroyed answers for strategies A-F x modes")
+    pn.add_argument("set", help="needle set (JSONL)")
+    pn.add_argument("--configs", help="comma-separated STRATEGY/MODE[:DENSE_W:BM25_W] (default: A-F x dense, bm25, hybrid)")
+    pn.add_argument("--compare", action="append", metavar="A:B",
+                    help="paired sign test between two configurations, e.g. E/hybrid:A/hybrid (repeatable)")
+    pn.add_argument("--at", default="4,20", help="k values for the sign tests (default 4,20)")
+    pn.add_argument("--json", action="store_true")
+    pn.set_defaults(fn=cmd_eval_needles)
+    pw = es.add_parser("sweep", help="nearest distances and a threshold sweep of answerable vs refusable questions")
+    pw.add_argument("inp", metavar="IN", help="questions (JSONL: needle set format)")
+    pw.add_argument("out", metavar="OUT", help="where to write the sweep as JSON")
+    pw.add_argument("--budget", type=float, default=0.1, help="bluff rate allowed when suggesting (default 0.1)")
+    pw.set_defaults(fn=cmd_eval_sweep)
+    pb = es.add_parser("beir", help="nDCG@10, Recall@10/100, MRR@10 on a BEIR folder (temporary index)")
+    pb.add_argument("dir", help="folder with corpus.jsonl(.gz), queries.jsonl, qrels/<split>.tsv")
+    pb.add_argument("--split", default="test")
+    pb.add_argument("--strategy", default="E")
+    pb.add_argument("--candidates", type=int, default=1000, help="chunks per side fused for hybrid (default 1000)")
+    pb.add_argument("--cache", help="folder to keep vectors in between runs (e.g. bench/out)")
+    pb.add_argument("--json", action="store_true")
+    pb.set_defaults(fn=cmd_eval_beir)
+
+
+def _settings(args) -> Settings:
+    return load_settings(args.config, folder=args.folder, index_dir=args.index_dir)
+
+
+def _pairs(specs: Sequence[str]) -> list[tuple[str, str]]:
+    out = []
+    for spec in specs:
+        # Configurations hold ':' themselves (weights): split between the two STRATEGY/ names.
+        m = re.match(r"^([A-F]/[^/]+?):([A-F]/.+)$", spec)
+        if not m:
+            raise ValueError(f"--compare {spec!r}: write A:B, e.g. E/hybrid:A/hybrid")
+        out.append((m.group(1), m.group(2)))
+    return out
+
+
+def cmd_eval_needles(args) -> int:
+    from rag.embed import load_embedder
+    from rag.evaluate import MODES, STRATEGIES, check_needles, evaluate_needles, load_questions
+
+    settings = _settings(args)
+    questions = load_questions(args.set)
+    if not questions:
+        raise ValueError(f"no questions in {args.set}")
+    problems = check_needles(questions, settings.folder)
+    for p in problems:
+        print(f"warning: {p}")
+    configs = [c.strip() for c in args.configs.split(",")] if args.configs else None
+    compare = _pairs(args.compare or DEFAULT_COMPARE)
+    configs = list(dict.fromkeys((configs or [f"{s}/{m}" for s in STRATEGIES for m in MODES])
+                                 + [c for pair in compare for c in pair]))
+    at = [int(k) for k in args.at.split(",")]
+    embedder = load_embedder(settings.model, settings.embed_batch_size, settings.model_languages)
+    run = evaluate_needles(questions, settings.folder, embedder, settings, configs)
+    if args.json:
+        print(json.dumps(run.to_json(compare, at), ensure_ascii=False, indent=1))
+    else:
+        print(f"{settings.folder}: {len(run.questions)} answerable questions; chunks per strategy {run.chunks}")
+        print(run.table(compare, at))
+    return 0
+
+
+def cmd_eval_sweep(args) -> int:
+    from rag.embed import load_embedder
+    from rag.evaluate import _open_engine, load_questions, sweep
+
+    settings = _settings(args)
+    questions = load_questions(args.inp)
+    if not questions:
+        raise ValueError(f"no questions in {args.inp}")
+    embedder = load_embedder(settings.model, settings.embed_batch_size, settings.model_languages)
+    # A temporary index of the folder with the person's settings: their own index is never written to.
+    with tempfile.TemporaryDirectory(prefix="rag-sweep-") as tmp:
+        engine, _ = _open_engine(settings.folder, Path(tmp), embedder, settings)
+        try:
+            sw = sweep(engine, questions, budget=args.budget)
+        finally:
+            engine.close()
+    Path(args.out).write_text(json.dumps(sw.to_json(), ensure_ascii=False, indent=1), encoding="utf-8")
+    for group in sw.rows:
+        print(sw.table(group) + "\n")
+    print(f"written: {args.out}")
+    return 0
+
+
+def cmd_eval_beir(args) -> int:
+    from rag.beir import run_beir
+    from rag.embed import load_embedder
+
+    settings = _settings(args)
+    embedder = load_embedder(settings.model, settings.embed_batch_size, settings.model_languages)
+    run = run_beir(args.dir, embedder, settings, split=args.split, strategy=args.strategy,
+                   candidates=args.candidates, cache=Path(args.cache) if args.cache else None)
+    if args.json:
+        print(json.dumps({k: v for k, v in vars(run).items() if k != "per_query"}, indent=1))
+    else:
+        print(run.table())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="rag", description="Chat with your folder: evidence or an explained refusal.")
     p.add_argument("--config", help="settings file (TOML); default rag.toml or $RAG_CONFIG")
@@ -176,8 +291,6 @@ def main(argv: list[str] | None = None) -> int:
     ps = sub.add_parser("status", help="list documents with status, reason, chunks and stamp")
     ps.add_argument("--json", action="store_true")
     ps.set_defaults(fn=cmd_status)
-    from rag.evaluate import add_eval_parser  # `rag eval needles|sweep|beir` (rag/evaluate.py)
-
     add_eval_parser(sub)
     args = p.parse_args(argv)
     try:

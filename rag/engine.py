@@ -40,7 +40,7 @@ from rag.llm import LLMError
 from rag.library import VISIBLE, DocRecord, Library, Stamp, WriterLock, mark_index_dir
 from rag.queue import (CANCELLED, EMBEDDING, EXTRACTING, FAILED, INDEXED, REMOVED, FolderWatcher, IndexQueue,
                        QueueItem, Stopped)
-from rag.search import SearchResult, Snapshot, hybrid_search
+from rag.search import SearchResult, Snapshot, hybrid_search, question_weights
 from rag.settings import DEFAULT_THRESHOLD, Settings
 from rag.viewer import Located, ViewerError, locate
 from rag.store import ChunkStore, StoredChunk, chunk_metadata
@@ -240,15 +240,19 @@ class Engine:
             self._languages = _languages(records.values())
             self._folder_uncovered = self._uncovered_language(self._languages) is not None
 
-    def fusion_weights(self, settings: Settings | None = None) -> dict[str, float]:
-        """RRF weights; BM25 weighs more when most of the folder is in a language the model does not cover.
-
-        Measured on the sample's Portuguese notes (README): plain RRF let the dense side push BM25's hits
-        down; above about 1.35 every BM25-only hit would outrank dense's first, so the boost stays under it.
-        """
+    def fusion_weights(self, settings: Settings | None = None, question: str = "") -> dict[str, float]:
+        """The fusion weights for one question (`rag.search.question_weights`): the dense side weighs
+        `dense_weight_unread` when the model does not read the question's language and the folder has
+        text in it. A question whose language is unclear counts as written in the folder's main language."""
         s = settings or self.settings
-        boost = s.bm25_boost_uncovered if self._folder_uncovered else 1.0
-        return {"dense": s.dense_weight, "bm25": s.bm25_weight * boost}
+        lang = question_language(question) if question else ""
+        held = tuple(k for k, v in self._languages.items() if k != "unknown" and v > 0)
+        return question_weights(s, lang or self._main_language(), self.embedder.languages, held)
+
+    def _main_language(self) -> str:
+        """The language most of the indexed text is in; the model's first language for an empty folder."""
+        known = {k: v for k, v in self._languages.items() if k != "unknown"}
+        return max(known, key=known.get) if known else (tuple(self.embedder.languages) or ("en",))[0]
 
     def _uncovered_language(self, languages: dict[str, int]) -> tuple[str, float] | None:
         """(language, share) when most of the indexed text is in a language the model does not cover."""
@@ -660,7 +664,7 @@ class Engine:
             query = self.standalone_query(question, history, settings)
         snapshot = self.snapshot  # one reference: a publish during this search cannot mix two states
         return hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=settings,
-                             doc_ids=doc_ids, query=query, weights=self.fusion_weights(settings))
+                             doc_ids=doc_ids, query=query, weights=self.fusion_weights(settings, question))
 
     def standalone_query(self, question: str, history: Sequence[str], settings: Settings | None = None) -> str:
         """What to search for `question` after `history`: the question itself unless it is a follow-up
@@ -686,7 +690,8 @@ class Engine:
         question sets and the indexed content. The same fingerprint means the stored calibration holds."""
         s = self.settings
         key = [self.embedder.name, self.embedder.dimension, self.strategy.version, s.candidates, s.rrf_k, s.bm25_k1,
-               s.bm25_b, sorted(self.fusion_weights().items()), s.min_support, s.close_support, s.calibration_budget,
+               s.bm25_b, s.fusion, s.dense_weight, s.dense_weight_unread, s.bm25_weight, tuple(self.embedder.languages),
+               sorted(self._languages), self._main_language(), s.min_support, s.close_support, s.calibration_budget,
                s.calibration_floor, s.calibration_ceiling, questions_digest(), self._content_key]
         return hashlib.sha1(repr(key).encode("utf-8")).hexdigest()
 
@@ -704,11 +709,11 @@ class Engine:
         with self._calibration_lock:
             if self.calibration is None or self.calibration.fingerprint != fingerprint:
                 s = self.settings
-                snapshot, weights = self.snapshot, self.fusion_weights()
+                snapshot = self.snapshot
 
                 def search(question: str, vector: np.ndarray) -> SearchResult:
                     return hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=s,
-                                         weights=weights, vector=vector)
+                                         weights=self.fusion_weights(s, question), vector=vector)
 
                 calibration = calibrate(search, self._calibration_vectors(), fingerprint=fingerprint,
                                         min_support=s.min_support, close_support=s.close_support,

@@ -1,136 +1,53 @@
-"""Evaluate: measure retrieval without generation (no LLM needed), on the sample folder, on the
-person's own folder, and on any BEIR-format benchmark.
+"""Evaluation: measure retrieval without generation (no LLM needed), on the sample folder and on the
+person's own folder, through the engine's own search.
 
-- Metrics: Recall@k, MRR, nDCG@k with graded linear gains (as trec_eval and BEIR compute it), Wilson
-  95% intervals, and the exact paired sign test (two-sided binomial on the discordant pairs).
 - Needle sets (`bench/sample_needles.jsonl`, and the questions a person saves on the calibration page):
   JSONL of {question, needle, document, lang, style} or {question, refuse: true, lang}. A retrieval is
-  correct when a ranked chunk's content contains the whole needle (white space compared loosely: PDF
-  text joins lines).
+  correct when a ranked chunk's content contains the whole needle (`rag.metrics.contains`).
 - `evaluate_needles`: Recall@1/4/8/20, MRR and destroyed answers for chunk strategies A–F and dense /
   BM25 / hybrid retrieval, each strategy indexed into its own temporary index (never the person's).
 - `sweep`: nearest-candidate distances of answerable and refusable questions and what every threshold
   does with them; suggests the threshold a bluff budget allows, overall and per question language.
-- `run_beir`: a BEIR folder indexed with the project's own chunker (the title as the header), a document
-  scoring as its best chunk; nDCG@10, Recall@10/100, MRR@10 for dense, BM25 and hybrid, with timings.
-- `why_not_found`: where an expected sentence was lost, for one question already asked.
+
+Elsewhere: the statistics in `rag.metrics`, BEIR benchmarks in `rag.beir`, the chat's "why wasn't it
+found?" in `rag.diagnosis`, the `rag eval` commands in `rag.cli`. Their names stay importable from here.
 
 What it does not do: call a generator, or write to the index of the folder it measures (the calibration
 page's questions file beside the index is the one exception, and only through `save_question`).
 
->>> round(ndcg_at(["a", "b", "c"], {"b": 2, "c": 1}, k=3), 4)
-0.6697
->>> [round(x, 3) for x in wilson(5, 10)]
-[0.237, 0.763]
->>> sign_test([1, 1, 1, 0], [0, 0, 0, 0])
-SignTest(wins=3, losses=0, ties=1, p=0.25)
+>>> parse_config("E/hybrid:1:2")
+('E', 'hybrid', {'dense': 1.0, 'bm25': 2.0})
 """
 
 from __future__ import annotations
 
 import dataclasses
-import gzip
-import hashlib
 import json
 import math
 import re
 import tempfile
-import time
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from rag.chunk import Strategy, chunk_document, strategy as make_strategy
-from rag.extract import EXTRACTOR_VERSIONS, Extracted, Section, extract
-from rag.gate import CAPPED, KEPT, OVER, UNSUPPORTED, Gated, gate
-from rag.lexical import LexicalIndex, question_language  # noqa: F401  (re-exported for the calibration page)
-from rag.search import SearchResult, rrf
+from rag.gate import gate
+from rag.lexical import question_language  # noqa: F401  (the calibration page reads it from here)
+from rag.metrics import SignTest, contains, fmt_rate, rate, reciprocal_rank, sign_test
+from rag.search import SearchResult, dense_top
 from rag.settings import Settings
+
+# Names that moved to their own modules, still importable from here for existing callers.
+from rag.beir import BeirChunks, BeirData, BeirRun, beir_chunks, beir_document, beir_snapshot, cached_vectors, load_beir, run_beir  # noqa: E402,F401
+from rag.diagnosis import (  # noqa: E402,F401
+    CAPPED_OUT, CHUNKING, CITED, EXTRACTION, GATED, RANKS, UNSUPPORTED_OUT, Diagnosis, why_not_found,
+)
+from rag.metrics import Z95, dcg, first_rank, ndcg_at, recall_at, wilson  # noqa: E402,F401
 
 KS = (1, 4, 8, 20)
 STRATEGIES = ("A", "B", "C", "D", "E", "F")
 MODES = ("dense", "bm25", "hybrid")
-Z95 = 1.959963984540054
-
-
-# --- metrics ------------------------------------------------------------------------------------------
-
-
-def dcg(gains: Sequence[float]) -> float:
-    # Linear gains, log2(rank + 1) discount: trec_eval's ndcg_cut and BEIR (pytrec_eval) alike.
-    return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
-
-
-def ndcg_at(ranked: Sequence[str], qrels: Mapping[str, int], k: int = 10) -> float:
-    """nDCG@k of a ranking against graded judgments (gain = the judged grade; 0 or absent = not relevant)."""
-    ideal = dcg(sorted((g for g in qrels.values() if g > 0), reverse=True)[:k])
-    if ideal == 0:
-        return 0.0
-    return dcg([max(qrels.get(d, 0), 0) for d in ranked[:k]]) / ideal
-
-
-def recall_at(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
-    rel = set(relevant)
-    return len(rel.intersection(ranked[:k])) / len(rel) if rel else 0.0
-
-
-def reciprocal_rank(rank: int | None, k: int | None = None) -> float:
-    """1/rank of the first correct result (1-based), 0 when there is none within k."""
-    if rank is None or (k is not None and rank > k):
-        return 0.0
-    return 1.0 / rank
-
-
-def first_rank(ranked: Sequence[str], relevant: Iterable[str]) -> int | None:
-    rel = set(relevant)
-    return next((i for i, d in enumerate(ranked, start=1) if d in rel), None)
-
-
-def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval for a proportion (95% by default); (0, 1) when there is nothing to measure."""
-    if n == 0:
-        return 0.0, 1.0
-    p = successes / n
-    den = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-@dataclass(frozen=True)
-class SignTest:
-    wins: int  # pairs where the first configuration did better
-    losses: int
-    ties: int
-    p: float  # exact two-sided binomial p-value on wins + losses pairs at 1/2
-
-    def __str__(self) -> str:
-        return f"+{self.wins}/−{self.losses} (ties {self.ties}), p = {self.p:.3g}"
-
-
-def sign_test(a: Sequence[float], b: Sequence[float]) -> SignTest:
-    """Exact paired sign test: per item, does `a` beat `b`? Ties are dropped; p is two-sided."""
-    if len(a) != len(b):
-        raise ValueError(f"paired samples differ in length: {len(a)} vs {len(b)}")
-    wins = sum(1 for x, y in zip(a, b) if x > y)
-    losses = sum(1 for x, y in zip(a, b) if x < y)
-    n, m = wins + losses, min(wins, losses)
-    if n == 0:
-        return SignTest(0, 0, len(a), 1.0)
-    tail = sum(math.comb(n, i) for i in range(m + 1)) / 2 ** n
-    return SignTest(wins, losses, len(a) - n, min(1.0, 2 * tail))
-
-
-def rate(successes: int, n: int) -> dict:
-    lo, hi = wilson(successes, n)
-    return {"k": successes, "n": n, "rate": successes / n if n else 0.0, "low": lo, "high": hi}
-
-
-def fmt_rate(r: Mapping) -> str:
-    return f"{r['rate']:.2f} [{r['low']:.2f}, {r['high']:.2f}]"
 
 
 # --- needle sets --------------------------------------------------------------------------------------
@@ -191,14 +108,6 @@ def save_question(path: str | Path, q: Question) -> None:
         fh.write(json.dumps(q.to_json(), ensure_ascii=False) + "\n")
 
 
-def _squash(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFC", text).split())
-
-
-def contains(content: str, needle: str) -> bool:
-    """The whole needle is in the content, white space compared loosely (PDF text joins lines)."""
-    return _squash(needle) in _squash(content)
-
 
 def folder_texts(folder: Path) -> dict[str, str]:
     """Relative path -> text of the folder's .md and .txt files (the PDF in the sample is made from one)."""
@@ -229,235 +138,6 @@ def check_needles(questions: Sequence[Question], folder: Path) -> list[str]:
             problems.append(f"{q.question!r}: needle is in a heading: {line!r}")
     return problems
 
-
-# --- BEIR ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class BeirData:
-    name: str
-    corpus: dict[str, tuple[str, str]]  # doc id -> (title, text)
-    queries: dict[str, str]  # query id -> text, for the judged queries only
-    qrels: dict[str, dict[str, int]]  # query id -> doc id -> grade
-
-
-def load_beir(folder: str | Path, split: str = "test") -> BeirData:
-    """corpus.jsonl(.gz) with _id/title/text, queries.jsonl (only `text` is read: some sets carry labels
-    in metadata), qrels/<split>.tsv with a header line. Only judged queries are kept."""
-    folder = Path(folder)
-    path = folder / "corpus.jsonl"
-    if not path.is_file():
-        path = folder / "corpus.jsonl.gz"
-    if not path.is_file():
-        raise ValueError(f"{folder} has no corpus.jsonl or corpus.jsonl.gz: not a BEIR folder")
-    opener = gzip.open if path.suffix == ".gz" else open
-    corpus = {}
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                d = json.loads(line)
-                corpus[str(d["_id"])] = (d.get("title") or "", d.get("text") or "")
-    qrels: dict[str, dict[str, int]] = {}
-    qpath = folder / "qrels" / f"{split}.tsv"
-    if not qpath.is_file():
-        raise ValueError(f"{folder} has no qrels/{split}.tsv")
-    for i, line in enumerate(qpath.read_text(encoding="utf-8").splitlines()):
-        parts = line.strip().split("\t")
-        if len(parts) < 3 or (i == 0 and not parts[-1].lstrip("-").isdigit()):
-            continue  # header
-        qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
-    queries = {}
-    with open(folder / "queries.jsonl", encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                d = json.loads(line)
-                if str(d["_id"]) in qrels:
-                    queries[str(d["_id"])] = d["text"]
-    qrels = {q: r for q, r in qrels.items() if q in queries}
-    return BeirData(folder.name, corpus, queries, qrels)
-
-
-def beir_document(doc_id: str, title: str, text: str) -> Extracted:
-    """A BEIR document as the chunker sees a plain-text file whose title is known: the title goes in the
-    header of every chunk (strategies E, F), the text is the body."""
-    return Extracted(name=f"{doc_id}.txt", kind="txt", title=" ".join(title.split()), text=text,
-                     sections=[Section(0, len(text), ())], version=EXTRACTOR_VERSIONS["txt"])
-
-
-@dataclass
-class BeirChunks:
-    doc_ids: list[str]  # document order; a document's chunks are contiguous
-    starts: np.ndarray  # index of each document's first chunk
-    texts: list[str]  # embedded / BM25 text of each chunk (header + content)
-    doc_of: np.ndarray  # document position of each chunk
-
-
-def beir_chunks(data: BeirData, how: Strategy) -> BeirChunks:
-    doc_ids, starts, texts, doc_of = [], [], [], []
-    for pos, (did, (title, text)) in enumerate(data.corpus.items()):
-        if not text.strip():
-            text = title  # a document with no body is searchable by its title
-        chunks = chunk_document(beir_document(did, title, text), did, how)
-        doc_ids.append(did)
-        starts.append(len(texts))
-        texts.extend(c.text for c in chunks)
-        doc_of.extend([pos] * len(chunks))
-    return BeirChunks(doc_ids, np.array(starts), texts, np.array(doc_of))
-
-
-def cached_vectors(embedder, texts: Sequence[str], cache: Path | None, label: str) -> tuple[np.ndarray, float, bool]:
-    """Embed texts, or load them from `cache/<label>-<hash>.npy` made by an earlier run on the same texts
-    and model. Returns (vectors, seconds the embedding took when it was done, whether it came from cache)."""
-    key = hashlib.sha1("\x1e".join([embedder.name, *texts]).encode("utf-8")).hexdigest()[:16]
-    if cache is not None:
-        npy, meta = Path(cache) / f"{label}-{key}.npy", Path(cache) / f"{label}-{key}.json"
-        if npy.is_file() and meta.is_file():
-            return np.load(npy), float(json.loads(meta.read_text())["seconds"]), True
-    t = time.perf_counter()
-    vecs = embedder.embed_batch(list(texts))
-    seconds = time.perf_counter() - t
-    if cache is not None:
-        Path(cache).mkdir(parents=True, exist_ok=True)
-        np.save(npy, vecs)
-        meta.write_text(json.dumps({"seconds": seconds, "n": len(texts), "model": embedder.name}))
-    return vecs, seconds, False
-
-
-@dataclass
-class BeirRun:
-    dataset: str
-    split: str
-    strategy: str
-    documents: int
-    chunks: int
-    queries: int
-    settings: dict
-    metrics: dict[str, dict[str, float]]  # mode -> metric -> mean
-    per_query: dict[str, dict[str, list[float]]]  # mode -> metric -> per query, in query order
-    tests: dict[str, dict]  # "hybrid vs dense" -> sign test on per-query nDCG@10
-    timings: dict[str, float]
-    query_ids: list[str] = field(default_factory=list)
-
-    def table(self) -> str:
-        lines = [f"{self.dataset} ({self.split}): {self.documents} documents, {self.chunks} chunks (strategy "
-                 f"{self.strategy}), {self.queries} queries",
-                 f"{'mode':<8} {'nDCG@10':>8} {'R@10':>7} {'R@100':>7} {'MRR@10':>7}"]
-        for mode, m in self.metrics.items():
-            lines.append(f"{mode:<8} {m['ndcg@10']:>8.4f} {m['recall@10']:>7.4f} {m['recall@100']:>7.4f} "
-                         f"{m['mrr@10']:>7.4f}")
-        for name, t in self.tests.items():
-            lines.append(f"{name}, per-query nDCG@10: {SignTest(**t)}")
-        tm = self.timings
-        lines.append(f"index: chunking {tm['chunk_s']:.1f} s, embedding {tm['embed_s']:.1f} s "
-                     f"({'cached' if tm.get('embed_cached') else 'measured now'}), BM25 {tm['bm25_build_s']:.1f} s; "
-                     f"query median: embed {tm['q_embed_ms']:.1f} ms, BM25 {tm['q_bm25_ms']:.1f} ms, "
-                     f"dense scan {tm['q_dense_ms']:.1f} ms, fusion {tm['q_fusion_ms']:.2f} ms")
-        return "\n".join(lines)
-
-
-def _doc_max(scores: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    return np.maximum.reduceat(scores, starts)
-
-
-def _top(scores: np.ndarray, n: int, positive: bool = False) -> list[int]:
-    # A full stable sort: equal scores keep corpus order, so every run ranks ties the same way.
-    idx = np.argsort(-scores, kind="stable")[:n]
-    return [int(i) for i in idx if not positive or scores[i] > 0]
-
-
-def run_beir(folder: str | Path, embedder, settings: Settings, *, split: str = "test", strategy: str = "E",
-             depth: int = 100, candidates: int = 1000, fusion: str = "chunk", cache: Path | None = None,
-             data: BeirData | None = None, lexical: LexicalIndex | None = None) -> BeirRun:
-    """Dense, BM25 and hybrid over a BEIR folder, in memory (a temporary index that dies with the run).
-
-    Dense is an exact cosine scan of the chunk vectors (the store's HNSW only approximates it). Hybrid
-    fuses the two sides' top `candidates` chunks by weighted RRF (settings' k and weights), as the
-    engine does, and a document scores as its best chunk (`fusion="chunk"`); `fusion="doc"` fuses the
-    two sides' document rankings instead.
-    """
-    data = data or load_beir(folder, split)
-    how = make_strategy(strategy, settings.chunk_budget)
-    t = time.perf_counter()
-    ch = beir_chunks(data, how)
-    chunk_s = time.perf_counter() - t
-    vecs, embed_s, embed_cached = cached_vectors(embedder, ch.texts, cache, f"{data.name}-{strategy}")
-    t = time.perf_counter()
-    lex = lexical or LexicalIndex.build(ch.texts, ["en"] * len(ch.texts), k1=settings.bm25_k1, b=settings.bm25_b)
-    bm25_build_s = time.perf_counter() - t
-
-    qids = list(data.queries)
-    qtexts = [data.queries[q] for q in qids]
-    t = time.perf_counter()
-    qvecs, _, _ = cached_vectors(embedder, qtexts, cache, f"{data.name}-queries")
-    q_embed_ms = (time.perf_counter() - t) * 1000 / max(1, len(qids))
-    if cache is not None:  # the cache hides the real cost: time single queries as a person would ask them
-        sample = qtexts[:50]
-        times = []
-        for q in sample:
-            t = time.perf_counter()
-            embedder.embed_batch([q])
-            times.append((time.perf_counter() - t) * 1000)
-        q_embed_ms = float(np.median(times))
-
-    weights = {"dense": settings.dense_weight, "bm25": settings.bm25_weight}
-    ndocs = len(ch.doc_ids)
-    rankings: dict[str, list[list[str]]] = {m: [] for m in MODES}
-    tb, td, tf = [], [], []
-    for qv, qtext in zip(qvecs, qtexts):
-        t0 = time.perf_counter()
-        bs = lex.scores(qtext)
-        t1 = time.perf_counter()
-        ds = vecs @ qv
-        t2 = time.perf_counter()
-        dense_docs = _top(_doc_max(ds, ch.starts), max(depth, candidates if fusion == "doc" else 0))
-        bm25_docs = _top(_doc_max(bs, ch.starts), max(depth, candidates if fusion == "doc" else 0), positive=True)
-        t3 = time.perf_counter()
-        if fusion == "doc":
-            fused = rrf({"dense": [str(i) for i in dense_docs[:candidates]], "bm25": [str(i) for i in bm25_docs[:candidates]]},
-                        k=settings.rrf_k, weights=weights)
-            hybrid_docs = [int(i) for i in fused][:depth]
-        else:
-            fused = rrf({"dense": _top(ds, candidates), "bm25": _top(bs, candidates, positive=True)},
-                        k=settings.rrf_k, weights=weights)
-            best = np.zeros(ndocs)
-            for c, s in fused.items():
-                d = ch.doc_of[c]
-                if s > best[d]:
-                    best[d] = s
-            # Equal fused scores: the closer document first, as the engine orders chunks.
-            order = sorted(np.nonzero(best)[0], key=lambda d: (-best[d], -ds[ch.starts[d]]))
-            hybrid_docs = [int(d) for d in order[:depth]]
-        t4 = time.perf_counter()
-        tb.append((t1 - t0) * 1000)
-        td.append((t2 - t1) * 1000 + (t3 - t2) * 500)
-        tf.append((t4 - t3) * 1000)
-        rankings["dense"].append([ch.doc_ids[i] for i in dense_docs[:depth]])
-        rankings["bm25"].append([ch.doc_ids[i] for i in bm25_docs[:depth]])
-        rankings["hybrid"].append([ch.doc_ids[i] for i in hybrid_docs])
-
-    per_query: dict[str, dict[str, list[float]]] = {}
-    metrics: dict[str, dict[str, float]] = {}
-    for mode, ranked_lists in rankings.items():
-        pq = {"ndcg@10": [], "recall@10": [], "recall@100": [], "mrr@10": []}
-        for qid, ranked in zip(qids, ranked_lists):
-            rel = data.qrels[qid]
-            relevant = [d for d, g in rel.items() if g > 0]
-            pq["ndcg@10"].append(ndcg_at(ranked, rel, 10))
-            pq["recall@10"].append(recall_at(ranked, relevant, 10))
-            pq["recall@100"].append(recall_at(ranked, relevant, 100))
-            pq["mrr@10"].append(reciprocal_rank(first_rank(ranked, relevant), 10))
-        per_query[mode] = pq
-        metrics[mode] = {m: float(np.mean(v)) for m, v in pq.items()}
-    tests = {f"hybrid vs {side}": dataclasses.asdict(sign_test(per_query["hybrid"]["ndcg@10"], per_query[side]["ndcg@10"]))
-             for side in ("dense", "bm25")}
-    timings = {"chunk_s": chunk_s, "embed_s": embed_s, "embed_cached": bool(embed_cached), "bm25_build_s": bm25_build_s,
-               "embed_ms_per_chunk": embed_s * 1000 / max(1, len(ch.texts)),
-               "q_embed_ms": q_embed_ms, "q_bm25_ms": float(np.median(tb)), "q_dense_ms": float(np.median(td)),
-               "q_fusion_ms": float(np.median(tf))}
-    run_settings = {"k1": settings.bm25_k1, "b": settings.bm25_b, "rrf_k": settings.rrf_k, "weights": weights,
-                    "candidates": candidates, "fusion": fusion, "depth": depth}
-    return BeirRun(data.name, split, strategy, ndocs, len(ch.texts), len(qids), run_settings, metrics, per_query,
-                   tests, timings, qids)
 
 
 # --- needle sets: strategies x modes --------------------------------------------------------------------
@@ -498,9 +178,9 @@ def mode_ranking(engine, question: str, mode: str, depth: int | None = None) -> 
     snap = engine.snapshot
     if mode == "bm25":
         return [snap.chunks[i].id for i, _ in snap.lexical.top(question, depth)]
-    if mode == "dense":
-        qv = engine.embedder.embed_batch([question])[0]
-        return [cid for cid, _ in engine.store.query(qv, depth) if cid in snap.pos][:depth]
+    if mode == "dense":  # the search's own exact scan of the snapshot
+        rows, _ = dense_top(snap, engine.embedder.embed_batch([question])[0], depth)
+        return [snap.chunks[i].id for i in rows]
     raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
 
 
@@ -607,7 +287,8 @@ def evaluate_needles(questions: Sequence[Question], folder: Path, embedder, base
                 for c, (cs, mode, w) in zip(configs, parsed):
                     if cs != s:
                         continue
-                    engine.settings = plain if w is None else plain.replace(dense_weight=w["dense"], bm25_weight=w["bm25"])
+                    engine.settings = plain if w is None else plain.replace(dense_weight=w["dense"], bm25_weight=w["bm25"],
+                                                                           dense_weight_unread=w["dense"])
                     for q in answerable:
                         run.ranks[c].append(needle_rank(engine, mode_ranking(engine, q.question, mode, depth), q.needle))
                     if mode == "hybrid":
@@ -746,239 +427,3 @@ def sweep(engine, questions: Sequence[Question], *, budget: float = 0.1, thresho
     return Sweep(list(questions), nearest, current, budget, rows, suggested, evidence, currents, at_current)
 
 
-# --- why wasn't it found? ----------------------------------------------------------------------------------
-
-EXTRACTION, CHUNKING, RANKS, GATED, CAPPED_OUT, CITED = "extraction", "chunking", "ranks", "gated", "capped", "cited"
-UNSUPPORTED_OUT = "unsupported"
-
-
-@dataclass
-class Diagnosis:
-    verdict: str  # one of extraction, chunking, ranks, gated, unsupported, capped, cited
-    message: str  # one plain sentence for the person
-    doc_name: str | None = None
-    chunk_id: str | None = None
-    straddles: tuple[str, str] | None = None  # chunking: contents of the two chunks the sentence falls across
-    dense_rank: int | None = None  # over the whole snapshot (ranks), or within the candidates
-    bm25_rank: int | None = None  # None: the chunk shares no searchable word with the question
-    fused_rank: int | None = None
-    distance: float | None = None
-    threshold: float | None = None
-    citation: int | None = None  # cited: the [n] it was cited as
-    candidates: int = 0
-
-
-def _find_span(text: str, sentence: str) -> tuple[int, int] | None:
-    words = sentence.split()
-    if not words:
-        return None
-    m = re.search(r"\s+".join(re.escape(w) for w in words), text)
-    return (m.start(), m.end()) if m else None
-
-
-def _full_ranks(engine, result: SearchResult, chunk_ids: Sequence[str]) -> dict[str, tuple[int | None, int | None, int, float]]:
-    """Dense, BM25 and fused rank of each chunk over the whole snapshot, as if every chunk were a candidate."""
-    snap = engine.snapshot
-    ids = [c.id for c in snap.chunks]
-    qv = engine.embedder.embed_batch([result.query])[0]
-    sims = snap.vectors @ qv
-    bm = snap.lexical.scores(result.query)
-    dense_order = [ids[i] for i in np.argsort(-sims, kind="stable")]
-    bm_order = [ids[i] for i in np.argsort(-bm, kind="stable") if bm[i] > 0]
-    fused = rrf({"dense": dense_order, "bm25": bm_order}, k=engine.settings.rrf_k, weights=result.weights)
-    dist = {c: 1.0 - s for c, s in zip(ids, sims)}
-    fused_order = sorted(fused, key=lambda c: (-fused[c], dist[c]))
-    d_rank = {c: r for r, c in enumerate(dense_order, start=1)}
-    b_rank = {c: r for r, c in enumerate(bm_order, start=1)}
-    f_rank = {c: r for r, c in enumerate(fused_order, start=1)}
-    return {c: (d_rank.get(c), b_rank.get(c), f_rank[c], dist[c]) for c in chunk_ids}
-
-
-def why_not_found(engine, result: SearchResult, gated: Gated, expected_sentence: str) -> Diagnosis:
-    """Where the sentence the person expected was lost, for a question already asked and gated."""
-    sentence = " ".join(expected_sentence.split())
-    n = len(result.candidates)
-    if not sentence:
-        return Diagnosis(EXTRACTION, "Paste the sentence you expected the answer to come from.", candidates=n)
-    snap = engine.snapshot
-    holders = [c for c in snap.chunks if contains(c.content, sentence)]
-    if holders:
-        doc_name = lambda c: snap.docs.get(c.doc_id, (c.doc_id,))[0]  # noqa: E731
-        holder_ids = {c.id for c in holders}
-        order = {KEPT: 0, CAPPED: 1, UNSUPPORTED: 2, OVER: 3}
-        among = sorted(((c, v) for c, v in zip(gated.candidates, gated.verdicts) if c.chunk_id in holder_ids),
-                       key=lambda cv: order.get(cv[1], 3))
-        if among:
-            c, v = among[0]
-            base = dict(doc_name=c.doc_name, chunk_id=c.chunk_id, dense_rank=c.dense_rank, bm25_rank=c.bm25_rank,
-                        fused_rank=c.fused_rank, distance=c.distance, threshold=gated.threshold, candidates=n)
-            if v == KEPT:
-                cit = next((x.n for x in gated.citations if x.chunk_id == c.chunk_id), None)
-                return Diagnosis(CITED, f"It was found and cited as [{cit}] ({c.doc_name}, fused rank {c.fused_rank}, "
-                                        f"distance {c.distance:.3f}).", citation=cit, **base)
-            if v == CAPPED:
-                ahead = sum(1 for x, vv in zip(gated.candidates, gated.verdicts) if vv == KEPT)
-                return Diagnosis(CAPPED_OUT, f"Its chunk passed the threshold (distance {c.distance:.3f} ≤ "
-                                             f"{gated.threshold:.3f}) but came at fused rank {c.fused_rank}, after the "
-                                             f"{ahead} chunks the cap of {gated.max_chunks} allows.", **base)
-            if v == UNSUPPORTED:
-                need = gated.rule.needed(c.distance)
-                lacks = f": it does not mention {', '.join(c.missing)}" if c.missing else ""
-                return Diagnosis(UNSUPPORTED_OUT, f"Its chunk is close enough (distance {c.distance:.3f} ≤ "
-                                                  f"{gated.threshold:.3f}) but holds {c.support:.0%} of the question's "
-                                                  f"words, under the {need:.0%} the support test asks{lacks}. Asking "
-                                                  f"with the document's own words would find it.", **base)
-            return Diagnosis(GATED, f"Its chunk was a candidate (fused rank {c.fused_rank}) but its distance "
-                                    f"{c.distance:.3f} is over the threshold {gated.threshold:.3f}; a threshold of "
-                                    f"{c.distance:.3f} would let it through.", **base)
-        ranks = _full_ranks(engine, result, [c.id for c in holders])
-        best = min(holders, key=lambda c: ranks[c.id][2])
-        d, b, f, dist = ranks[best.id]
-        bm = f"BM25 rank {b}" if b else "no BM25 match (it shares no searchable word with the question)"
-        return Diagnosis(RANKS, f"Its chunk ({doc_name(best)}) was not among the {n} candidates: over the whole "
-                                f"folder it ranks {d} by meaning (dense), {bm}, {f} fused.",
-                         doc_name=doc_name(best), chunk_id=best.id, dense_rank=d, bm25_rank=b, fused_rank=f,
-                         distance=dist, threshold=gated.threshold, candidates=n)
-    # No chunk holds it whole: is it in a document's extracted text at all?
-    for rec in engine.documents():
-        if rec.status not in ("indexed", "stale"):
-            continue
-        try:
-            doc = extract(engine.folder / rec.path, rec.path.rsplit("/", 1)[-1], max_chars=engine.settings.max_chars,
-                          max_pages=engine.settings.max_pages)
-        except Exception:
-            continue
-        span = _find_span(doc.text, sentence)
-        if span is None:
-            continue
-        chunks = [c for c in snap.chunks if c.doc_id == rec.doc_id]
-        s, e = span
-
-        def covering(pos: int):
-            inside = [c for c in chunks if int(c.meta["start"]) <= pos < int(c.meta["end"])]
-            return inside[0] if inside else None
-
-        first, last = covering(s), covering(e - 1)
-        if first is not None and last is not None and first.id != last.id:
-            return Diagnosis(CHUNKING, f"It is in {rec.path}, but no single chunk holds it whole: it starts in one "
-                                       f"chunk and ends in the next.", doc_name=rec.path,
-                             straddles=(first.content, last.content), threshold=gated.threshold, candidates=n)
-        return Diagnosis(CHUNKING, f"It is in {rec.path}, but no chunk quotes it whole (it sits in a heading or "
-                                   f"between passages).", doc_name=rec.path, threshold=gated.threshold, candidates=n,
-                         straddles=(first.content if first else "", last.content if last else "") if first or last else None)
-    failed = [r.path for r in engine.documents() if r.status == "failed"]
-    extra = f" ({len(failed)} file(s) failed to extract: {', '.join(failed[:3])})" if failed else ""
-    return Diagnosis(EXTRACTION, "No indexed document's extracted text contains that sentence: it was lost at "
-                                 f"extraction, or it is worded differently in the file{extra}.",
-                     threshold=gated.threshold, candidates=n)
-
-
-# --- `rag eval ...` -----------------------------------------------------------------------------------------
-
-DEFAULT_COMPARE = ("E/hybrid:A/hybrid", "E/hybrid:C/hybrid", "E/hybrid:E/dense", "E/hybrid:E/bm25")
-
-
-def add_eval_parser(sub) -> None:
-    """Register `rag eval needles|sweep|beir` on the CLI's subparsers."""
-    pe = sub.add_parser("eval", help="measure retrieval: needle sets, threshold sweep, BEIR benchmarks")
-    es = pe.add_subparsers(dest="eval_cmd", required=True)
-    pn = es.add_parser("needles", help="Recall@1/4/8/20, MRR, destroyed answers for strategies A-F x modes")
-    pn.add_argument("set", help="needle set (JSONL)")
-    pn.add_argument("--configs", help="comma-separated STRATEGY/MODE[:DENSE_W:BM25_W] (default: A-F x dense, bm25, hybrid)")
-    pn.add_argument("--compare", action="append", metavar="A:B",
-                    help="paired sign test between two configurations, e.g. E/hybrid:A/hybrid (repeatable)")
-    pn.add_argument("--at", default="4,20", help="k values for the sign tests (default 4,20)")
-    pn.add_argument("--json", action="store_true")
-    pn.set_defaults(fn=cmd_eval_needles)
-    pw = es.add_parser("sweep", help="nearest distances and a threshold sweep of answerable vs refusable questions")
-    pw.add_argument("inp", metavar="IN", help="questions (JSONL: needle set format)")
-    pw.add_argument("out", metavar="OUT", help="where to write the sweep as JSON")
-    pw.add_argument("--budget", type=float, default=0.1, help="bluff rate allowed when suggesting (default 0.1)")
-    pw.set_defaults(fn=cmd_eval_sweep)
-    pb = es.add_parser("beir", help="nDCG@10, Recall@10/100, MRR@10 on a BEIR folder (temporary index)")
-    pb.add_argument("dir", help="folder with corpus.jsonl(.gz), queries.jsonl, qrels/<split>.tsv")
-    pb.add_argument("--split", default="test")
-    pb.add_argument("--strategy", default="E")
-    pb.add_argument("--candidates", type=int, default=1000, help="chunks per side fused for hybrid (default 1000)")
-    pb.add_argument("--fusion", choices=("chunk", "doc"), default="chunk")
-    pb.add_argument("--cache", help="folder to keep vectors in between runs (e.g. bench/out)")
-    pb.add_argument("--json", action="store_true")
-    pb.set_defaults(fn=cmd_eval_beir)
-
-
-def _settings(args) -> Settings:
-    from rag.settings import load_settings
-
-    return load_settings(args.config, folder=args.folder, index_dir=args.index_dir)
-
-
-def _pairs(specs: Sequence[str]) -> list[tuple[str, str]]:
-    out = []
-    for spec in specs:
-        # Configurations hold ':' themselves (weights): split between the two STRATEGY/ names.
-        m = re.match(r"^([A-F]/[^/]+?):([A-F]/.+)$", spec)
-        if not m:
-            raise ValueError(f"--compare {spec!r}: write A:B, e.g. E/hybrid:A/hybrid")
-        out.append((m.group(1), m.group(2)))
-    return out
-
-
-def cmd_eval_needles(args) -> int:
-    from rag.embed import load_embedder
-
-    settings = _settings(args)
-    questions = load_questions(args.set)
-    if not questions:
-        raise ValueError(f"no questions in {args.set}")
-    problems = check_needles(questions, settings.folder)
-    for p in problems:
-        print(f"warning: {p}")
-    configs = [c.strip() for c in args.configs.split(",")] if args.configs else None
-    compare = _pairs(args.compare or DEFAULT_COMPARE)
-    configs = list(dict.fromkeys((configs or [f"{s}/{m}" for s in STRATEGIES for m in MODES])
-                                 + [c for pair in compare for c in pair]))
-    at = [int(k) for k in args.at.split(",")]
-    embedder = load_embedder(settings.model, settings.embed_batch_size, settings.model_languages)
-    run = evaluate_needles(questions, settings.folder, embedder, settings, configs)
-    if args.json:
-        print(json.dumps(run.to_json(compare, at), ensure_ascii=False, indent=1))
-    else:
-        print(f"{settings.folder}: {len(run.questions)} answerable questions; chunks per strategy {run.chunks}")
-        print(run.table(compare, at))
-    return 0
-
-
-def cmd_eval_sweep(args) -> int:
-    from rag.embed import load_embedder
-
-    settings = _settings(args)
-    questions = load_questions(args.inp)
-    if not questions:
-        raise ValueError(f"no questions in {args.inp}")
-    embedder = load_embedder(settings.model, settings.embed_batch_size, settings.model_languages)
-    # A temporary index of the folder with the person's settings: their own index is never written to.
-    with tempfile.TemporaryDirectory(prefix="rag-sweep-") as tmp:
-        engine, _ = _open_engine(settings.folder, Path(tmp), embedder, settings)
-        try:
-            sw = sweep(engine, questions, budget=args.budget)
-        finally:
-            engine.close()
-    Path(args.out).write_text(json.dumps(sw.to_json(), ensure_ascii=False, indent=1), encoding="utf-8")
-    for group in sw.rows:
-        print(sw.table(group) + "\n")
-    print(f"written: {args.out}")
-    return 0
-
-
-def cmd_eval_beir(args) -> int:
-    from rag.embed import load_embedder
-
-    settings = _settings(args)
-    embedder = load_embedder(settings.model, settings.embed_batch_size, settings.model_languages)
-    run = run_beir(args.dir, embedder, settings, split=args.split, strategy=args.strategy,
-                   candidates=args.candidates, fusion=args.fusion, cache=Path(args.cache) if args.cache else None)
-    if args.json:
-        print(json.dumps({k: v for k, v in vars(run).items() if k != "per_query"}, indent=1))
-    else:
-        print(run.table())
-    return 0

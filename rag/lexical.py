@@ -244,11 +244,14 @@ class LexicalIndex:
         return bool(np.any(sc["indices"][sc["indptr"][j]:sc["indptr"][j + 1]] == position))
 
     def top(self, question: str, n: int, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """Best n positions with score > 0 (a query of unknown words matches nothing), best first."""
+        """Best n positions with score > 0 (a query of unknown words matches nothing), best first; equal
+        scores in index order, as the dense side orders equal distances, so every run ranks ties alike."""
         s = self.scores(question, mask)
-        if not s.size:
+        if not s.size or n <= 0:
             return []
         n = min(n, s.size)
-        idx = np.argpartition(-s, n - 1)[:n]
-        idx = idx[np.argsort(-s[idx], kind="stable")]
+        # Every position scoring at least the n-th best, so ties at the cut are chosen by position too.
+        kth = np.partition(s, s.size - n)[s.size - n]
+        idx = np.flatnonzero(s >= kth)
+        idx = idx[np.argsort(-s[idx], kind="stable")][:n]
         return [(int(i), float(s[i])) for i in idx if s[i] > 0]

@@ -19,6 +19,7 @@ ValueError: setting min_support: 'half' is not a number
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import tomllib
 import types
@@ -48,12 +49,16 @@ class Settings:
     chunk_strategy: str = "E"
     chunk_budget: int = 512
 
-    # Retrieval (dense + BM25, reciprocal rank fusion) and the gate.
+    # Retrieval: dense + BM25, fused per question (rag.search.fuse). The default, chosen on development
+    # data (bench/fusion.py): a convex combination of z-score normalised scores, dense 0.6 and BM25 0.4;
+    # the dense side weighs 0.1 for a question in a language the model does not read when the folder has
+    # text in that language (BM25 matches its words; the model's similarities for it rank poorly).
     candidates: int = 20
-    rrf_k: int = 60
-    dense_weight: float = 1.0
-    bm25_weight: float = 1.0
-    bm25_boost_uncovered: float = 1.3  # BM25's weight is multiplied by this when the model misses the folder's language
+    fusion: str = "zscore"  # "zscore" / "minmax" (normalised scores, convex combination) or "rrf" (ranks)
+    rrf_k: int = 60  # reciprocal rank fusion's k, when fusion = "rrf"
+    dense_weight: float = 0.6
+    bm25_weight: float = 0.4
+    dense_weight_unread: float = 0.1
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     # The cosine distance a passage must be at or under. None (the default): calibrated on the folder, per
@@ -62,7 +67,11 @@ class Settings:
     # Per question language, chosen by a person: "pt=0.40,en=0.60". Wins over `threshold` and calibration.
     language_thresholds: str = ""
     # The support test: share of the question's content words (IDF-weighted) a passage must hold; a passage
-    # closer than any unrelated question comes to the folder needs only `close_support` (rag.gate).
+    # closer than any unrelated question comes to the folder needs only `close_support` (rag.gate). 0.15,
+    # not less: a lower value keeps more paraphrases that hold one common word ("app") but also answers
+    # questions about something else that share one word with a close passage ("pdf" in a question about
+    # APA style); no cap on the close distance or margin rule found on development data told them apart,
+    # and a bluff costs more than a refusal (bench/RESULTS.md, "Refusals at default settings").
     min_support: float = 0.5
     close_support: float = 0.15
     # Calibration: at most this share of unrelated questions may get an answer; the result stays in range.
@@ -145,13 +154,25 @@ def _convert(name: str, value: Any, kind: Any) -> Any:
             number = float(value) if kind is float else int(str(value).strip())
         except (TypeError, ValueError):
             raise ValueError(f"setting {name}: {value!r} is not {'a number' if kind is float else 'a whole number'}") from None
+        if not math.isfinite(number):  # "nan" and "inf" parse, but no setting means them
+            raise ValueError(f"setting {name}: {value!r} is not a finite number")
         return number
     if kind is Path:
+        if not isinstance(value, (str, os.PathLike)):
+            raise ValueError(f"setting {name}: {value!r} is not a path")
         return Path(value).expanduser()
     if typing.get_origin(kind) is tuple:
-        items = value.split(",") if isinstance(value, str) else list(value)
-        return tuple(str(x).strip() for x in items if str(x).strip())
+        if isinstance(value, str):
+            items = value.split(",")
+        elif isinstance(value, (list, tuple)) and all(isinstance(x, str) for x in value):
+            items = list(value)
+        else:
+            raise ValueError(f"setting {name}: {value!r} is not a list of names (e.g. \"en,pt\")")
+        return tuple(x.strip() for x in items if x.strip())
     if kind is str:
+        # A number written without quotes in TOML is still the text it reads as; a list or a bool is not.
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ValueError(f"setting {name}: {value!r} is not text")
         return str(value)
     return value
 
@@ -168,6 +189,10 @@ def _coerce(s: Settings) -> Settings:
         raise ValueError(f"language_thresholds must be cosine distances between 0 and 2: {out.language_thresholds!r}")
     if out.answer_mode not in ("extractive", "llm"):
         raise ValueError(f"answer_mode must be one of 'extractive', 'llm', got {out.answer_mode!r}")
+    if out.fusion not in ("rrf", "minmax", "zscore"):
+        raise ValueError(f"fusion must be one of 'rrf', 'minmax', 'zscore', got {out.fusion!r}")
+    if min(out.dense_weight, out.bm25_weight, out.dense_weight_unread) < 0:
+        raise ValueError("dense_weight, bm25_weight and dense_weight_unread must not be negative")
     if out.max_chunks < 1 or out.candidates < 1:
         raise ValueError("max_chunks and candidates must be at least 1")
     if not 0.0 <= out.close_support <= out.min_support <= 1.0 or not 0.0 <= out.calibration_budget < 1.0:

@@ -1,6 +1,7 @@
-"""rag.evaluate: metrics against hand-computed values, the sample needle set's invariants, the "why wasn't
-it found?" verdict for each of its cases, destroyed answers, the threshold sweep (through `rag eval sweep`)
-and a BEIR run, all on real parts: the MiniLM model, Chroma on disk, documents written here.
+"""rag.metrics, rag.evaluate, rag.diagnosis and rag.beir: metrics against hand-computed values, the sample
+needle set's invariants, the "why wasn't it found?" verdict for each of its cases, destroyed answers, the
+threshold sweep (through `rag eval sweep`) and a BEIR run through the app's own search, all on real parts:
+the MiniLM model, Chroma on disk, documents written here.
 
 One small engine (blind 512-character chunks, 3 candidates) is shared by the module: every "why" case is
 a different expected sentence or gate over the same search.
@@ -15,13 +16,17 @@ from pathlib import Path
 
 import pytest
 
+import rag
 from rag import Engine, gate, load_settings, rrf
 from rag.cli import main as cli_main
+from rag.beir import beir_chunks, beir_snapshot, cached_vectors, load_beir, run_beir
+from rag.diagnosis import CAPPED_OUT, CHUNKING, CITED, EXTRACTION, GATED, RANKS, why_not_found
 from rag.evaluate import (
-    CAPPED_OUT, CHUNKING, CITED, EXTRACTION, GATED, RANKS, Question, SweepRow, check_needles, contains,
-    evaluate_needles, first_rank, load_questions, ndcg_at, question_language, recall_at, reciprocal_rank, run_beir,
-    save_question, sign_test, suggest_threshold, why_not_found, wilson,
+    Question, SweepRow, check_needles, evaluate_needles, load_questions, question_language, save_question,
+    suggest_threshold,
 )
+from rag.metrics import contains, first_rank, ndcg_at, recall_at, reciprocal_rank, sign_test, wilson
+from rag.search import hybrid_search
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_SET = ROOT / "bench" / "sample_needles.jsonl"
@@ -313,3 +318,25 @@ def test_beir_run_on_a_small_benchmark(tmp_path, embedder):
     assert run.metrics["dense"]["recall@100"] == 1.0  # dense ranks every document
     assert run.metrics["hybrid"]["mrr@10"] == 1.0
     assert set(run.tests) == {"hybrid vs dense", "hybrid vs bm25"}
+    # The hybrid column is the app's search over the same snapshot: its documents, best chunk first.
+    settings = load_settings(config=tmp_path / "none.toml", env={}, candidates=10)
+    data = load_beir(tmp_path)
+    ch = beir_chunks(data, rag.strategy("E", settings.chunk_budget))
+    vectors, _, _ = cached_vectors(embedder, ch.texts, None, "unused")
+    snap = beir_snapshot(data, ch, vectors, settings)
+    result = hybrid_search("coffee and sleep", embedder=embedder, snapshot=snap, settings=settings)
+    assert result.candidates[0].doc_id == "d3" and result.candidates[0].title == "Coffee at night"
+    assert run.per_query["hybrid"]["ndcg@10"][1] == 1.0  # q2: d3 first, as the search ranks it
+    assert run.settings["fusion"] == settings.fusion and run.settings["weights"] == [result.weights]
+    with pytest.raises(ValueError, match="only 'chunk'"):
+        run_beir(tmp_path, embedder, settings, fusion="doc")
+
+
+def test_moved_names_stay_importable_from_evaluate():
+    from rag import beir, diagnosis, evaluate, metrics
+
+    for module, names in ((metrics, ("contains", "fmt_rate", "rate", "sign_test", "wilson", "ndcg_at")),
+                          (diagnosis, ("why_not_found", "Diagnosis", "UNSUPPORTED_OUT")),
+                          (beir, ("run_beir", "load_beir", "beir_chunks", "cached_vectors"))):
+        for name in names:
+            assert getattr(evaluate, name) is getattr(module, name)

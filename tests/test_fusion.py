@@ -1,0 +1,168 @@
+"""The fusion rule (rag.search): each fusion on edge inputs (a side empty, ties, a candidate only one side
+found), the per-question weights, and the rule as the engine applies it on real parts (MiniLM, Chroma on
+disk): the weights follow the question's language, and every candidate carries both ranks, both
+normalised scores and the fused score they add up to.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.search import FUSIONS, fuse, fused_order, normalise, question_weights
+from rag.settings import Settings
+
+DENSE = [("a", 0.9), ("b", 0.6), ("c", 0.3)]  # (id, cosine similarity), best first
+BM25 = [("c", 9.0), ("d", 4.0), ("a", 1.0)]  # (id, BM25 score), best first
+EQUAL = {"dense": 1.0, "bm25": 1.0}
+
+
+@pytest.mark.parametrize("method", FUSIONS)
+def test_one_side_empty_keeps_the_other_sides_order(method):
+    assert list(fuse(DENSE, [], method=method, weights=EQUAL)) == ["a", "b", "c"]
+    assert list(fuse([], BM25, method=method, weights=EQUAL)) == ["c", "d", "a"]
+    assert fuse([], [], method=method, weights=EQUAL) == {}
+
+
+@pytest.mark.parametrize("method", ["minmax", "zscore"])
+def test_a_candidate_one_side_missed_gets_that_sides_lowest_value(method):
+    fused = fuse(DENSE, BM25, method=method, weights=EQUAL)
+    dense_norm, bm25_norm = normalise([s for _, s in DENSE], method), normalise([s for _, s in BM25], method)
+    assert fused["b"].bm25 == min(bm25_norm)  # only dense found b: BM25's lowest
+    assert fused["d"].dense == min(dense_norm)  # only BM25 found d: dense's lowest
+    assert fused["a"].dense == dense_norm[0] and fused["a"].bm25 == bm25_norm[2]
+    for x in fused.values():  # the convex combination, with equal weights
+        assert x.score == pytest.approx((x.dense + x.bm25) / 2)
+    assert list(fused) == sorted(fused, key=lambda c: -fused[c].score)
+
+
+def test_minmax_values_by_hand():
+    fused = fuse(DENSE, BM25, method="minmax", weights={"dense": 0.25, "bm25": 0.75})
+    # dense: a 1, b 0.5, c 0; BM25: c 1, d 0.375, a 0.
+    assert fused["c"].score == pytest.approx(0.75)
+    assert fused["d"].score == pytest.approx(0.75 * 0.375)
+    assert fused["a"].score == pytest.approx(0.25)
+    assert fused["b"].score == pytest.approx(0.125)
+    assert list(fused) == ["c", "d", "a", "b"]
+
+
+def test_rrf_reads_ranks_only_and_leaves_normalised_scores_empty():
+    fused = fuse(DENSE, BM25, method="rrf", weights=EQUAL, k=60)
+    assert fused["a"].score == pytest.approx(1 / 61 + 1 / 63)
+    assert fused["d"].score == pytest.approx(1 / 62)
+    assert all(x.dense is None and x.bm25 is None for x in fused.values())
+
+
+@pytest.mark.parametrize("method", FUSIONS)
+def test_equal_fused_scores_put_the_closer_chunk_first(method):
+    # x and y mirror each other: each is first on one side and absent from the other.
+    dense, bm25 = [("x", 0.8)], [("y", 3.0)]
+    assert fuse(dense, bm25, method=method, weights=EQUAL)["x"].score == pytest.approx(
+        fuse(dense, bm25, method=method, weights=EQUAL)["y"].score)
+    # fused_order takes cosine distances; y is the closer one, so it goes first despite meeting order.
+    order = fused_order([("x", 0.2)], bm25, {"x": 0.2, "y": 0.1}, n=5, method=method, weights=EQUAL)
+    assert [c for c, _ in order] == ["y", "x"]
+    order = fused_order([("x", 0.2)], bm25, {"x": 0.2, "y": 0.3}, n=5, method=method, weights=EQUAL)
+    assert [c for c, _ in order] == ["x", "y"]
+
+
+@pytest.mark.parametrize("method", ["minmax", "zscore"])
+def test_all_scores_equal_on_a_side(method):
+    fused = fuse([("a", 0.5), ("b", 0.5)], [("b", 2.0), ("c", 2.0)], method=method, weights=EQUAL)
+    # Equal scores carry no order, but being found does: b, found by both, comes first; a and c, each
+    # missed by one side (which gives them one below its lowest), tie behind it.
+    assert list(fused)[0] == "b"
+    assert fused["a"].score == pytest.approx(fused["c"].score) and fused["a"].score < fused["b"].score
+    assert fused["a"].bm25 == fused["c"].dense == fused["b"].dense - 1
+
+
+@pytest.mark.parametrize("method", ["minmax", "zscore"])
+def test_a_zero_dense_weight_ranks_by_bm25(method):
+    fused = fuse(DENSE, BM25, method=method, weights={"dense": 0.0, "bm25": 1.0})
+    assert list(fused)[:2] == ["c", "d"]
+
+
+def test_fused_order_cuts_at_n():
+    order = fused_order([("a", 0.1), ("b", 0.4)], [("c", 3.0)], {"a": 0.1, "b": 0.4, "c": 0.5}, n=2,
+                        method="minmax", weights=EQUAL)
+    assert len(order) == 2 and order[0][0] == "a"
+
+
+def test_unknown_fusion_is_refused():
+    with pytest.raises(ValueError, match="unknown fusion"):
+        fuse(DENSE, BM25, method="sum")
+    with pytest.raises(ValueError, match="fusion"):
+        Settings().replace(fusion="sum")
+    with pytest.raises(ValueError, match="negative"):
+        Settings().replace(dense_weight_unread=-0.1)
+
+
+@pytest.mark.parametrize("lang,model,folder,expected", [
+    ("en", ("en",), ("en", "pt"), {"dense": 0.6, "bm25": 0.4}),
+    ("pt", ("en",), ("en", "pt"), {"dense": 0.1, "bm25": 0.4}),  # the model does not read it; BM25 can
+    ("pt", ("en", "pt"), ("pt",), {"dense": 0.6, "bm25": 0.4}),  # a model that reads Portuguese
+    ("pt", ("en",), ("en",), {"dense": 0.6, "bm25": 0.4}),  # cross-language: BM25 has no Portuguese to match
+    ("en", ("en",), ("pt",), {"dense": 0.6, "bm25": 0.4}),  # an English question about Portuguese notes
+])
+def test_question_weights_follow_the_models_and_the_folders_languages(lang, model, folder, expected):
+    s = Settings(dense_weight=0.6, bm25_weight=0.4, dense_weight_unread=0.1)
+    assert question_weights(s, lang, model, folder) == expected
+
+
+PT_NOTE = """# Notas da loja
+
+## Devoluções
+
+As devoluções são aceites até trinta dias depois da compra, com o talão e a embalagem original.
+
+## Entregas
+
+As encomendas são entregues em dois a quatro dias úteis em Portugal continental, e o envio é gratuito acima de
+cinquenta euros.
+"""
+EN_NOTE = """# Shop notes
+
+## Returns
+
+Returns are accepted within thirty days of purchase, with the receipt and the original box.
+
+## Error codes
+
+ERR-4017 means the upload was larger than the limit; split the file and try again.
+"""
+
+
+def test_the_engine_weighs_each_question_by_its_language_and_explains_every_candidate(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "loja.md").write_text(PT_NOTE, encoding="utf-8")
+    (folder / "shop.md").write_text(EN_NOTE, encoding="utf-8")
+    engine = make_engine(folder)
+    engine.sync()
+    s = engine.settings
+    assert engine.embedder.languages == ("en",)  # MiniLM reads English only
+    pt = engine.search("Quantos dias tenho para devoluções?")
+    en = engine.search("How many days do I have to return something?")
+    assert pt.language == "pt" and pt.weights == {"dense": s.dense_weight_unread, "bm25": s.bm25_weight}
+    assert en.language == "en" and en.weights == {"dense": s.dense_weight, "bm25": s.bm25_weight}
+    assert pt.fusion == en.fusion == s.fusion == "zscore"
+    # The Portuguese question leans on BM25: its best BM25 hit, the returns section, comes first.
+    assert pt.candidates[0].bm25_rank == 1 and "devoluções" in pt.candidates[0].content
+    assert "Returns are accepted" in en.candidates[0].content
+    for result in (pt, en):
+        wd, wb = result.weights["dense"], result.weights["bm25"]
+        assert [c.fused_rank for c in result.candidates] == list(range(1, len(result.candidates) + 1))
+        for c in result.candidates:
+            # Both ranks and both normalised scores are shown; the fused score is their weighted mean.
+            assert c.dense_norm is not None and c.bm25_norm is not None
+            assert c.fused_score == pytest.approx((wd * c.dense_norm + wb * c.bm25_norm) / (wd + wb))
+            assert c.dense_rank is not None or c.bm25_rank is not None
+        scores = [c.fused_score for c in result.candidates]
+        assert scores == sorted(scores, reverse=True)
+    # A candidate BM25 did not return gets BM25's floor: at most the value of BM25's last hit.
+    for result in (pt, en):
+        missed = [c for c in result.candidates if c.bm25_rank is None]
+        found = [c for c in result.candidates if c.bm25_rank is not None]
+        assert missed and found and max(c.bm25_norm for c in missed) <= min(c.bm25_norm for c in found)
+    # Rank fusion stays available as a setting: same candidates' ranks, no normalised scores.
+    rrf_result = engine.search("How many days do I have to return something?", settings=s.replace(fusion="rrf"))
+    assert rrf_result.fusion == "rrf" and all(c.dense_norm is None for c in rrf_result.candidates)
