@@ -33,7 +33,7 @@ import streamlit as st
 
 import rag
 import ui
-from rag import evaluate
+from rag import diagnosis
 
 VERDICT_LABEL = {rag.KEPT: "kept", rag.CAPPED: "under threshold, over cap", rag.OVER: "over threshold",
                  rag.UNSUPPORTED: "lacks the question's words"}
@@ -174,9 +174,10 @@ def chosen_sentences(ans: rag.Answer, slot) -> None:
                 "repeats, in source order\n\n" + "\n".join(lines))
 
 
-def retrieval_table(gated: rag.Gated) -> None:
+def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
     rows = [{
         "fused": c.fused_rank,
+        "score": c.fused_score,
         "dense": c.dense_rank,
         "BM25": c.bm25_rank,
         "distance": c.distance,
@@ -188,15 +189,18 @@ def retrieval_table(gated: rag.Gated) -> None:
         "preview": ui.one_line(c.content, 110),
         "verdict": VERDICT_LABEL[v],
     } for c, v in zip(gated.candidates, gated.verdicts)]
-    frame = pd.DataFrame(rows, columns=["fused", "dense", "BM25", "distance", "margin", "support", "lacks", "document",
-                                        "section", "preview", "verdict"])
+    frame = pd.DataFrame(rows, columns=["fused", "score", "dense", "BM25", "distance", "margin", "support", "lacks",
+                                        "document", "section", "preview", "verdict"])
     for col in ("dense", "BM25"):  # ranks with gaps (not in that side's top N) stay integers
         frame[col] = frame[col].astype("Int64")
     colours = [VERDICT_COLOUR[v] for v in gated.verdicts]
     styled = frame.style.apply(lambda col: colours, axis=0, subset=["verdict", "distance", "margin", "support"])
     top = max([1.0] + [c.distance for c in gated.candidates])
     st.dataframe(styled, hide_index=True, width="stretch", column_config={
-        "fused": st.column_config.NumberColumn("fused", help="Rank after reciprocal rank fusion", width="small"),
+        "fused": st.column_config.NumberColumn("fused", help="Rank after fusing the dense and BM25 sides",
+                                               width="small"),
+        "score": st.column_config.NumberColumn("score", format="%.3f", width="small",
+                                               help=FUSED_HELP.get(result.fusion, "The fused score")),
         "dense": st.column_config.NumberColumn("dense", format="%d", width="small",
                                                help="Rank by cosine distance (empty: not in the dense top N)"),
         "BM25": st.column_config.NumberColumn("BM25", format="%d", width="small",
@@ -219,6 +223,27 @@ def retrieval_table(gated: rag.Gated) -> None:
             "verdict", help=f"kept (at most {gated.max_chunks}) / under threshold, over cap / over threshold / "
                             "lacks the question's words (the support test)"),
     })
+
+
+FUSED_HELP = {
+    "zscore": "Each side's score as standard deviations above that side's mean over its candidates, weighted "
+              "and added (a side that did not return the passage counts as its lowest)",
+    "minmax": "Each side's score scaled to 0..1 over its candidates, weighted and added",
+    "rrf": "Reciprocal rank fusion: the sum over both sides of weight / (k + rank)",
+}
+FUSION_NAME = {"zscore": "z-scores", "minmax": "min-max scaled scores", "rrf": "reciprocal ranks"}
+
+
+def fusion_note(result: rag.SearchResult) -> str:
+    """How this question's two rankings were fused, with the weights it got (they follow its language)."""
+    w = result.weights
+    k = f", k = {settings.rrf_k}" if result.fusion == "rrf" else ""
+    note = (f"Fused: {FUSION_NAME.get(result.fusion, result.fusion)}{k}, weights dense {w['dense']:g} · "
+            f"BM25 {w['bm25']:g}")
+    if w["dense"] < w["bm25"]:
+        note += (" (the embedding model does not read this question's language, and the folder holds text in it: "
+                 "BM25 decides, the dense side breaks near-ties)")
+    return note
 
 
 def citation_cards(turn_no: int, gated: rag.Gated, numbers: set[int] | None = None) -> None:
@@ -275,6 +300,9 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
                     else:
                         st.markdown("No threshold would let a passage through: none of the candidates holds enough "
                                     "of the question's words.")
+                elif engine.indexing():  # at start-up the folder is still being read: say so, not "empty"
+                    st.markdown(f"Nothing is indexed yet: {engine.indexing()} file(s) are still being indexed "
+                                "(see the sidebar). Ask again once they are.")
                 else:
                     st.markdown("The folder has nothing indexed yet: add documents in the sidebar.")
             st.empty()
@@ -305,11 +333,8 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
                        f"the question's words ({rule.close_support:.0%} for a passage at distance ≤ {rule.close:.3f}, "
                        "nearer than any unrelated question comes to this folder). Words looked for: "
                        + (ui.md_escape(", ".join(turn["result"].terms)) or "none"))
-            w = turn["result"].weights
-            st.caption(f"Reciprocal rank fusion, k = {settings.rrf_k}, weights dense {w['dense']:g} · BM25 {w['bm25']:g}"
-                       + (" (BM25 weighs more: most of this folder is in a language the embedding model does "
-                          "not cover)" if w["bm25"] > w["dense"] else ""))
-            retrieval_table(gated)
+            st.caption(fusion_note(turn["result"]))
+            retrieval_table(gated, turn["result"])
             chosen = st.empty()  # in every state, so a list from an earlier answer never lingers
             if ans is not None and ans.chosen:
                 chosen_sentences(ans, chosen)
@@ -329,7 +354,7 @@ def why_not_found(turn: dict, gated: rag.Gated) -> None:
             memo = turn.setdefault("why", {})
             if key not in memo:
                 memo.clear()
-                memo[key] = evaluate.why_not_found(engine, turn["result"], gated, expected)
+                memo[key] = diagnosis.why_not_found(engine, turn["result"], gated, expected)
             d = memo[key]
             st.markdown(f"**{ui.md_escape(d.verdict)}**: {ui.md_escape(d.message)}")
             if d.straddles:

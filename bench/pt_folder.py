@@ -23,10 +23,12 @@ if __name__ == "__main__":
           for q in ev.load_questions(ROOT / "bench" / "sample_needles.jsonl")
           if q.answerable and q.document and q.document.startswith("notas/")]
     assert not ev.check_needles(qs, folder)
-    # Weights as written (no automatic boost), so that 1:1.3 is what the app uses on such a folder.
+    # Reciprocal rank fusion with the weights as written (no per-question change), as measured before
+    # bench/fusion.py chose the app's fusion.
     configs = ["E/dense", "E/bm25", "E/hybrid"] + [f"E/hybrid:1:{w}" for w in sys.argv[1:] or ("1.25", "1.3", "1.5", "2", "3")]
     run = ev.evaluate_needles(qs, folder, rag.load_embedder(),
-                              load_settings(config=folder / "none.toml", env={}, bm25_boost_uncovered=1.0), configs)
+                              load_settings(config=folder / "none.toml", env={}, fusion="rrf", dense_weight=1.0, bm25_weight=1.0,
+                                            dense_weight_unread=1.0), configs)
     pairs = [("E/hybrid", "E/bm25"), ("E/hybrid", "E/dense")] + [(c, "E/bm25") for c in configs[3:]] + \
             [(c, "E/hybrid") for c in configs[3:]]
     print(f"{folder}: {len(qs)} questions ({sum(q.lang == 'pt' for q in qs)} in pt), {run.chunks} chunks")

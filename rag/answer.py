@@ -44,8 +44,6 @@ from rag.gate import Citation, Gated
 from rag.lexical import LANGUAGES, analyze, fold, question_terms, term_tokens
 from rag.llm import ChatClient, LLMError
 
-# Re-exported: the engine imports the follow-up helpers from here; they live in rag.followup.
-from rag.followup import followup_query, is_followup, rewrite_followup  # noqa: F401
 
 
 @dataclass(frozen=True)

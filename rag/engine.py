@@ -28,8 +28,8 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from rag.answer import (Answer, Generator, answer as run_answer, followup_query, llm_client, make_generator,
-                        rewrite_followup)
+from rag.answer import Answer, Generator, answer as run_answer, llm_client, make_generator
+from rag.followup import followup_query, rewrite_followup
 from rag.calibration import LANGUAGES as CALIBRATED_LANGUAGES, Calibration, calibrate, questions_digest, unrelated_questions
 from rag.chunk import Chunk, chunk_document, strategy
 from rag.embed import Embedder, count_tokens, header_share, load_embedder
@@ -668,7 +668,7 @@ class Engine:
 
     def standalone_query(self, question: str, history: Sequence[str], settings: Settings | None = None) -> str:
         """What to search for `question` after `history`: the question itself unless it is a follow-up
-        (`rag.answer.is_followup`); then the LLM's standalone rewrite when an LLM is configured and
+        (`rag.followup.is_followup`); then the LLM's standalone rewrite when an LLM is configured and
         answers, else the previous query joined in front of it."""
         joined = followup_query(question, history)
         if joined is None:

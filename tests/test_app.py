@@ -166,10 +166,12 @@ def test_question_shows_answer_citations_distances_and_table(engine):
     assert any(re.fullmatch(r"link: .+\.md#char=\d+,\d+", plain(c.value)) for c in at.caption)
 
     frame = table(at)
-    assert list(frame.columns) == ["fused", "dense", "BM25", "distance", "margin", "support", "lacks", "document",
-                                   "section", "preview", "verdict"]
+    assert list(frame.columns) == ["fused", "score", "dense", "BM25", "distance", "margin", "support", "lacks",
+                                   "document", "section", "preview", "verdict"]
     assert len(frame) == 20
     assert list(frame["fused"]) == list(range(1, 21))
+    assert list(frame["score"]) == sorted(frame["score"], reverse=True)  # the fused rank follows the fused score
+    assert any(plain(c.value).startswith("Fused: z-scores, weights dense 0.6 · BM25 0.4") for c in at.caption)
     kept = frame[frame["verdict"] == "kept"]
     assert len(kept) == len(cites)
     assert sorted(round(d, 3) for d in kept["distance"]) == sorted(d for _, _, d in cites)
