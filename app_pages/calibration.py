@@ -3,7 +3,8 @@
 Per question language, one histogram of the distance at which each question would get an answer through
 the gate's full evidence test (distance and support), for three kinds of question:
 
-- unrelated: the shipped everyday questions the calibration measured (cooking, sport, travel, ...);
+- unrelated: the shipped questions the calibration measured, everyday (cooking, sport, travel, ...) and of
+  general knowledge (history, science, the arts, ...), drawn apart;
 - the folder's own sentences, each asked as it stands (where answers in the folder's words fall);
 - the person's own questions, when they have written some (saved beside the index, `questions.jsonl`).
 
@@ -73,14 +74,16 @@ def show(calibration: cal.Calibration) -> None:
 
 
     sw = measured()
-    points = [{"lang": p["lang"], "kind": "unrelated", "evidence": p["evidence"]} for p in calibration.points]
+    points = [{"lang": p["lang"], "kind": f"unrelated: {p.get('kind', 'everyday')}", "evidence": p["evidence"]}
+              for p in calibration.points]
     if sw is not None:
         for q, e in zip(asked, sw.evidence):
             kind = q.kind if q.kind == "folder sentence" else ("your should-refuse" if q.refuse else "your answerable")
             points.append({"lang": q.lang or "?", "kind": kind, "evidence": e})
     frame = pd.DataFrame(points)
-    kinds = ["unrelated", "folder sentence", "your answerable", "your should-refuse"]
-    colours = ["#d62728", "#2ca02c", "#1f77b4", "#ff7f0e"]
+    kinds = ["unrelated: everyday", "unrelated: general knowledge", "folder sentence", "your answerable",
+             "your should-refuse"]
+    colours = ["#d62728", "#9467bd", "#2ca02c", "#1f77b4", "#ff7f0e"]
 
     for lang in [lang for lang in calibration.languages if lang in set(frame["lang"])]:
         part = frame[frame["lang"] == lang]
