@@ -109,7 +109,7 @@ def test_shipped_unrelated_questions_are_many_and_varied(lang):
 def test_the_budget_holds_for_each_kind_of_unrelated_question():
     # A folder near which general-knowledge questions come close and everyday ones stay far: pooled, the
     # 5% would be spent almost entirely on general-knowledge questions; per kind, each stays within it.
-    everyday, general = unrelated_questions("en")[:260], unrelated_questions("en")[260:]
+    general = unrelated_questions("en")[260:]  # the first 260 are the everyday ones
     assert question_kinds("en")[259:261] == ["everyday", "general knowledge"]
     # Spread over every topic (37 is prime to 140), so that no topic looks like the folder's own subject.
     near = {q: 0.40 + 0.001 * ((37 * i) % 140) for i, (_, q) in enumerate(general)}
@@ -153,13 +153,19 @@ ARTICLES = {
 }
 
 
-def test_an_encyclopedic_folder_answers_its_own_questions_and_refuses_general_knowledge_ones(make_engine, tmp_path):
-    folder = tmp_path / "encyclopedia"
+def indexed_folder(make_engine, tmp_path, name: str, files: dict[str, str]):
+    """A folder of these files, indexed (and so calibrated) by a real engine."""
+    folder = tmp_path / name
     folder.mkdir()
-    for name, text in ARTICLES.items():
-        (folder / name).write_text(text, encoding="utf-8")
+    for file, text in files.items():
+        (folder / file).write_text(text, encoding="utf-8")
     engine = make_engine(folder, index_dir=tmp_path / "idx")
     engine.sync()
+    return engine
+
+
+def test_an_encyclopedic_folder_answers_its_own_questions_and_refuses_general_knowledge_ones(make_engine, tmp_path):
+    engine = indexed_folder(make_engine, tmp_path, "encyclopedia", ARTICLES)
     cal = engine.calibrated()
     for lang, c in cal.languages.items():
         assert c.questions == 400 and c.excluded_topics == ()  # no topic is this folder's whole subject
@@ -329,12 +335,7 @@ RECIPES = {
 
 
 def test_a_recipes_folder_keeps_answering_recipe_questions(make_engine, tmp_path):
-    folder = tmp_path / "recipes"
-    folder.mkdir()
-    for name, text in RECIPES.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    engine = make_engine(folder, index_dir=tmp_path / "idx")
-    engine.sync()
+    engine = indexed_folder(make_engine, tmp_path, "recipes", RECIPES)
     for question, doc in [("How long do I bake the banana bread?", "banana-bread.md"),
                           ("How many minutes should I boil an egg for a soft yolk?", "boiled-eggs.md"),
                           ("What goes into the pancake batter?", "pancakes.md"),
