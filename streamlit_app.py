@@ -3,6 +3,7 @@
 Every page (Chat, Library, Calibration, Viewer) runs inside this script, so what is here is drawn once
 for all of them, in this order:
 
+- the chat this session shows: the one named in the URL (`?chat=`), so a reload keeps the conversation;
 - top of the sidebar: the folder box and "Add documents" (the uploader). The uploader sits here, before
   any page's own controls, so it is the same widget at the same place on every page: a drop finishes
   uploading and is saved even when the person switches pages at once.
@@ -23,6 +24,7 @@ import ui
 st.set_page_config(page_title="Chat with your folder", page_icon="📁", layout="wide")
 ui.keep_upload_replies()
 ui.keep_page_state()
+ui.restore_chat()
 
 ui.folder_picker()
 ws = ui.workspace()

@@ -14,6 +14,8 @@ Here:
   and puts them on the engine's indexing queue; a file that cannot be saved is logged in
   `st.session_state["upload_log"]`, the rest show in the queue panel.
 - `keep_upload_replies()`: keeps a drop from being lost when a question or page switch follows at once.
+- `restore_chat()`: a chat survives a reload (its id rides in the URL, `?chat=`; its turns, folder and
+  threshold stay in the server's memory for the last `KEPT_CHATS` chats).
 - `keep_page_state()` and the threshold helpers: settings a page's widgets hold survive visits to other
   pages (Streamlit forgets the state of a widget that a run does not draw).
 - `linkify()`: an answer's Markdown, each valid [n] a link to its source (the viewer, in the app).
@@ -30,6 +32,8 @@ import dataclasses
 import json
 import string
 import time
+import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -166,7 +170,7 @@ def folder_picker() -> None:
         st.session_state.pop("folder_error", None)
         if str(path.resolve()) != str(Path(st.session_state.get("folder") or base_settings().folder).resolve()):
             st.session_state["folder"] = str(path.resolve())
-            st.session_state["turns"] = []
+            start_chat(folder=str(path.resolve()))
 
     st.sidebar.text_input("Folder", key="folder_input", on_change=changed,
                           help="The folder whose documents you ask about. Its index lives in a hidden "
@@ -225,6 +229,54 @@ def threshold_set() -> float | None:
 def set_threshold(value: float | None) -> None:
     """Choose the chat's threshold (None: back to the calibrated one)."""
     st.session_state["threshold_set"] = None if value is None else round(float(value), 3)
+    record = _chats().get(st.session_state.get("chat_id", ""))
+    if record is not None:
+        record["threshold_set"] = st.session_state["threshold_set"]
+
+
+# --- a chat that outlives a reload ----------------------------------------------------------------------
+
+KEPT_CHATS = 50  # chats kept in the server's memory; the oldest goes first
+
+
+@st.cache_resource
+def _chats() -> "OrderedDict[str, dict]":
+    """Every recent chat of this server process, by id: its turns (the list the chat page appends to),
+    its folder and the threshold its person set. Gone when the server stops."""
+    return OrderedDict()
+
+
+def start_chat(folder: str | None = None) -> None:
+    """A new, empty chat for this session, under a new id (put in the URL)."""
+    chats = _chats()
+    chat_id = uuid.uuid4().hex[:12]
+    chats[chat_id] = {"turns": [], "folder": folder, "threshold_set": None}
+    while len(chats) > KEPT_CHATS:
+        chats.popitem(last=False)
+    st.session_state.update(chat_id=chat_id, turns=chats[chat_id]["turns"], threshold_set=None)
+    st.query_params["chat"] = chat_id
+
+
+def restore_chat() -> None:
+    """Run first on every page: a session that is new (a reload, a second tab opened on the same URL) picks
+    up the chat named in the URL, with its folder and threshold; else it starts one. Streamlit keeps a
+    chat in `st.session_state`, which a reload empties; the URL is what a reload keeps. The id also goes
+    back into the URL on every page, since a page switch drops query parameters."""
+    chats = _chats()
+    wanted = st.query_params.get("chat")
+    mine = st.session_state.get("chat_id")
+    if mine is not None and mine in chats:
+        if wanted != mine:
+            st.query_params["chat"] = mine
+        return
+    if wanted and wanted in chats:
+        record = chats[wanted]
+        chats.move_to_end(wanted)
+        st.session_state.update(chat_id=wanted, turns=record["turns"], threshold_set=record["threshold_set"])
+        if record["folder"]:
+            st.session_state["folder"] = st.session_state["folder_input"] = record["folder"]
+    else:
+        start_chat(st.session_state.get("folder"))
 
 
 def threshold_slider(calibrated: float, **kwargs) -> float:

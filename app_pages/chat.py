@@ -46,7 +46,7 @@ VERDICT_COLOUR = {rag.KEPT: "background-color: #e3f1e6", rag.CAPPED: "background
 ws = ui.workspace()
 engine = ws.engine
 defaults = engine.settings
-turns: list[dict] = st.session_state.setdefault("turns", [])
+turns: list[dict] = st.session_state["turns"]  # this chat's, kept across reloads (ui.restore_chat)
 
 # Read first, so that files attached in the chat are indexed (and reported) before the question is asked.
 prompt = st.chat_input("Ask a question about your documents (you can attach files too)",
@@ -93,8 +93,9 @@ with st.sidebar:
         st.info("No LLM server is configured, so answers stay extractive. Set `llm_base_url` in rag.toml "
                 "(or the `RAG_LLM_BASE_URL` variable) to an OpenAI-compatible server, e.g. "
                 "`http://127.0.0.1:11434/v1` for Ollama.", icon=":material/info:")
-    if st.button("New chat", icon=":material/add_comment:", width="stretch", key="new_chat"):
-        turns.clear()
+    # A new chat gets a new id (and URL): the old one stays reachable by its own URL until it is dropped.
+    st.button("New chat", icon=":material/add_comment:", width="stretch", key="new_chat", on_click=ui.start_chat,
+              kwargs={"folder": st.session_state.get("folder")})
     st.divider()
 
 attached = ui.handle_uploads(ws, prompt_files, source="chat") if prompt_files else []

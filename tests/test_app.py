@@ -491,3 +491,36 @@ def test_an_upload_reply_survives_the_start_of_a_run(retain_lifecycle_msgs):
     q = queue_with_reply()
     clear.original(q, retain_lifecycle_msgs=retain_lifecycle_msgs)
     assert replies(q) == []
+
+
+def test_a_reload_keeps_the_chat_and_a_new_chat_starts_afresh(engine, tmp_path):
+    """A reload is a new Streamlit session with the same URL: the chat named in it (`?chat=`) comes back
+    with its turns, its folder and the threshold its person set; "New chat" gets a new id."""
+    other = tmp_path / "moths"
+    other.mkdir()
+    (other / "moths.md").write_text("# Moths\n\nThe lunar moth of Quarnelia only flies under a full moon.\n")
+    at = app().run()
+    at.sidebar.text_input(key="folder_input").set_value(str(other)).run()
+    assert workspace_engine(rag.load_settings().replace(folder=other.resolve(), index_dir=None)).queue.wait_idle(120)
+    at.chat_input[0].set_value("When does the lunar moth fly?").run()
+    threshold_slider(at).set_value(0.7).run()
+    chat_id = at.query_params["chat"][0] if isinstance(at.query_params["chat"], list) else at.query_params["chat"]
+    assert [doc for _, doc, _ in citations(at)] == ["moths.md"]
+
+    again = app()
+    again.query_params["chat"] = chat_id
+    again.run()
+    assert not again.exception, again.exception
+    assert len(again.chat_message) == 2 and "lunar moth" in again.chat_message[0].markdown[0].value
+    assert [doc for _, doc, _ in citations(again)] == ["moths.md"]  # the same folder, not the configured one
+    assert again.sidebar.text_input(key="folder_input").value == str(other.resolve())
+    assert threshold_slider(again).value == pytest.approx(0.7)
+
+    again.sidebar.button(key="new_chat").click().run()
+    assert len(again.chat_message) == 0
+    new_id = again.query_params["chat"]
+    assert (new_id[0] if isinstance(new_id, list) else new_id) != chat_id
+    unknown = app()
+    unknown.query_params["chat"] = "no-such-chat"
+    unknown.run()
+    assert not unknown.exception and len(unknown.chat_message) == 0  # an unknown id starts a new chat
