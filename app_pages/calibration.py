@@ -43,7 +43,8 @@ def show(calibration: cal.Calibration) -> None:
     explicit = chosen is not None
     in_use = {lang: (chosen if explicit else c.threshold) for lang, c in calibration.languages.items()}
     for lang, c in calibration.languages.items():
-        st.markdown(f"**{cal.LANGUAGE_NAMES.get(lang, lang)}**: {ui.md_escape(c.describe())}. Passages nearer than "
+        said = c.describe()  # "calibrated for English: 0.704, where ..."
+        st.markdown(f"{ui.md_escape(said[:1].upper() + said[1:])}. Passages nearer than "
                     f"{c.close:.3f} (closer than any unrelated question came) need {engine.settings.close_support:.0%} "
                     f"of the question's words, others {engine.settings.min_support:.0%}.")
     if explicit:
