@@ -83,8 +83,8 @@ def test_page_works_before_anyone_writes_a_question(tmp_path, monkeypatch):
     assert not at.exception, at.exception
     calibration = engine.calibrated()
     # How each language's threshold was chosen, in words, with the calibrated value.
-    lines = [m.value.replace("\\", "") for m in at.markdown
-             if m.value.startswith(("Calibrated for English:", "Calibrated for Portuguese:"))]
+    lines = [text for text in (m.value.replace("\\", "") for m in at.markdown)
+             if text.startswith(("Calibrated for English:", "Calibrated for Portuguese:"))]
     assert len(lines) == 2
     assert f"{calibration.threshold('en'):.3f}" in lines[0] and f"{calibration.threshold('pt'):.3f}" in lines[1]
     # One chart per language, each with the calibrated and in-use thresholds drawn as rules.
