@@ -12,7 +12,8 @@ The engine behind the app and the CLI. No Streamlit here. The front door:
 
 Stages, one module each: extract -> chunk -> embed -> store (Chroma) + lexical (BM25) -> search ->
 gate (+ citations) -> answer (generation; `citations` checks an answer's [n], `followup` handles
-follow-up questions). `library` keeps one record per document; `engine` ties them together.
+follow-up questions). `library` keeps one record per document; `indexer` is the one writer of the store
+and the library (`uploads` puts files into the folder); `engine` answers and is the front door.
 """
 
 import os as _os
@@ -31,8 +32,9 @@ from rag.citations import NO_ANSWER_SENTENCE, CitationCheck, check_citations  # 
 from rag.followup import followup_query, is_followup  # noqa: E402
 from rag.chunk import Chunk, Strategy, chunk_document, strategy  # noqa: E402
 from rag.embed import Embedder, count_tokens, load_embedder  # noqa: E402
-from rag.engine import (Engine, FileOutcome, LibraryStats, SyncReport, ThresholdChoice, Turn, UploadConflict,  # noqa: E402
-                        UploadError, safe_name)
+from rag.engine import Engine, LibraryStats, ThresholdChoice, Turn  # noqa: E402
+from rag.indexer import FileOutcome, SyncReport  # noqa: E402
+from rag.uploads import UploadConflict, UploadError, safe_name  # noqa: E402
 from rag.extract import ExtractionError, Extracted, extract, extract_bytes  # noqa: E402
 from rag.calibration import Calibration, LanguageCalibration  # noqa: E402
 from rag.gate import (CAPPED, DISTANCE, EMPTY, KEPT, OVER, SUPPORT, UNSUPPORTED, Citation, Gated,  # noqa: E402

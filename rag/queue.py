@@ -13,7 +13,7 @@ so a rerun, a page change, a reload or a second tab neither loses nor repeats wo
 file takes it off; cancelling one being embedded stops it before anything of it is written. Questions are
 answered throughout from what is fully indexed: the worker publishes whole documents only.
 
-What it does not do: extract, embed or write (the engine does, `Engine._index_queued`); decide what changed
+What it does not do: extract, embed or write (the engine does, `Indexer._index_queued`); decide what changed
 in the folder (`Engine.rescan` compares sizes and modification times with the library).
 
     >>> QueueItem("notes/a.md", state=EMBEDDING, done=120, total=400).label()

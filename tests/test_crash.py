@@ -4,9 +4,9 @@ Each step is a fresh process, as a person restarting the app would start one: it
 step left (the library's records and Chroma's chunks, read before anything repairs them), opens the engine
 (which finishes or undoes what the crash left) and reports what the library, Chroma and the BM25 snapshot
 hold, then syncs and dies by SIGKILL exactly where the test says. The kill is put in place by wrapping the
-engine's own methods inside that child process (no test hook in the code), and the test checks both that
-the process died by SIGKILL and that the index held what that point means. Runs against the embedded
-store and against a real `chroma run` server.
+indexer's and the store's own methods inside that child process (no test hook in the code), and the test
+checks both that the process died by SIGKILL and that the index held what that point means. Runs against
+the embedded store and against a real `chroma run` server.
 """
 
 from __future__ import annotations
@@ -30,10 +30,12 @@ from pathlib import Path
 import rag.engine
 from rag.embed import load_embedder
 from rag.engine import Engine
+from rag.indexer import Indexer
 from rag.settings import load_settings
 from rag.store import ChunkStore
 
 spec = json.loads(sys.argv[1])
+rag.engine.EMBED_GROUP = spec["group"]  # read when the engine opens: small write groups
 settings = load_settings(env={}, folder=spec["folder"], index_dir=spec["index"], **spec["store"])
 embedder = load_embedder(settings.model, settings.embed_batch_size, settings.model_languages)
 
@@ -71,7 +73,7 @@ def die():
 
 kill = spec["kill"]
 if kill and "after" in kill:  # die right after the n-th call of a method returns
-    owner, name, n = {"ChunkStore": ChunkStore, "Engine": Engine}[kill["after"][0]], kill["after"][1], kill["after"][2]
+    owner, name, n = {"ChunkStore": ChunkStore, "Indexer": Indexer}[kill["after"][0]], kill["after"][1], kill["after"][2]
     real, calls = getattr(owner, name), []
 
     def after(self, *a, real=real, **kw):
@@ -82,8 +84,8 @@ if kill and "after" in kill:  # die right after the n-th call of a method return
         return result
 
     setattr(owner, name, after)
-if kill and "before_chunk_delete_in" in kill:  # die when that engine method is about to delete chunks
-    inside, method = [], getattr(Engine, kill["before_chunk_delete_in"])
+if kill and "before_chunk_delete_in" in kill:  # die when that indexer method is about to delete chunks
+    inside, method = [], getattr(Indexer, kill["before_chunk_delete_in"])
 
     def wrapped(self, *a, **kw):
         inside.append(1)
@@ -92,7 +94,7 @@ if kill and "before_chunk_delete_in" in kill:  # die when that engine method is 
         finally:
             inside.pop()
 
-    setattr(Engine, kill["before_chunk_delete_in"], wrapped)
+    setattr(Indexer, kill["before_chunk_delete_in"], wrapped)
     for name in ("delete_doc", "delete_docs"):
         def delete(self, *a, real=getattr(ChunkStore, name), **kw):
             if inside:
@@ -100,7 +102,6 @@ if kill and "before_chunk_delete_in" in kill:  # die when that engine method is 
             return real(self, *a, **kw)
 
         setattr(ChunkStore, name, delete)
-rag.engine.EMBED_GROUP = spec["group"]
 report = engine.sync()
 print("SYNCED " + json.dumps({"indexed": sorted(o.path for o in report.outcomes if o.status == "indexed"),
                               "embedded": report.embedded}), flush=True)
@@ -168,7 +169,7 @@ def step(folder: Path, index: Path, store: dict, kill: dict | None) -> tuple[int
 
 
 def write_groups(chunks: dict[str, int], todo: list[str]) -> list[list[str]]:
-    """The write groups `Engine._index` makes of these files, in order: a group closes at GROUP chunks."""
+    """The write groups `Indexer._index` makes of these files, in order: a group closes at GROUP chunks."""
     groups, current, n = [], [], 0
     for path in todo:
         current.append(path)
@@ -239,7 +240,7 @@ def test_sigkill_mid_indexing_at_several_points_loses_nothing(tmp_path, store_ar
     rc, found, _ = step(folder, index, store, {"after": ["ChunkStore", "add", 1]})
     assert rc == -signal.SIGKILL and "raw_records" not in found[0]  # nothing there before it
     # 2. After exactly two write groups are committed.
-    rc, found, _ = step(folder, index, store, {"after": ["Engine", "_write_group", 2]})
+    rc, found, _ = step(folder, index, store, {"after": ["Indexer", "_write_group", 2]})
     assert rc == -signal.SIGKILL
     left = found[0]  # step 1's kill: 0 committed, the first group pending
     assert statuses(left["raw_records"]) == {"pending": set(groups[0])}

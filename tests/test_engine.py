@@ -346,7 +346,7 @@ def test_question_during_indexing_sees_only_whole_documents(store_engine, tmp_pa
     before = engine.snapshot
     # Write a document's chunks to the store the way the indexer does, but stop before recording it.
     write(folder, "b.md", "# B\n\n## X\n\nThe ERR-4017 code also appears in the second manual.\n")
-    rec, chunks = engine._prepare("b.md")
+    rec, chunks = engine.indexer._prepare("b.md")
     engine.library.put(rec)  # pending
     engine.store.add(chunks, engine.embedder.embed_batch([c.text for c in chunks]), {"lang": "en"})
     engine.reload()

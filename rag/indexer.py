@@ -1,0 +1,531 @@
+"""Indexer: keeps the index in line with the folder; the only code that writes to the store and the library.
+
+An `Indexer` owns the Chroma store, the library of document records, the writer lock and the indexing
+queue. It scans the folder, extracts, chunks, embeds and writes documents (in groups: record first as
+`pending`, then chunks, then the record as `indexed`), records failures with their reason, removes
+documents (record first, then chunks), undoes at start-up what a crash left half done, and runs the
+queue's background indexing step (and the folder watcher). After each write it publishes the search
+snapshot. Writes take the writer lock (one writer at a time, across processes).
+
+It does not search, choose thresholds, calibrate or answer: that is `rag.engine.Engine`, which reads the
+snapshot published here; after a change it calls `after_change` (the engine calibrates there) and knows
+nothing else of the engine. Uploads are saved into the folder by `rag.uploads`, then indexed here.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from rag.chunk import Chunk, Strategy, chunk_document
+from rag.embed import Embedder, count_tokens, header_share
+from rag.extract import EXTRACTOR_VERSIONS, SUPPORTED, ExtractionError, Extracted, extract_bytes, kind_of
+from rag.lexical import analyze, detect_language
+from rag.library import VISIBLE, DocRecord, Library, Stamp, WriterLock
+from rag.queue import (CANCELLED, EMBEDDING, EXTRACTING, FAILED, INDEXED, REMOVED, FolderWatcher, IndexQueue,
+                       QueueItem, Stopped)
+from rag.search import Snapshot
+from rag.settings import Settings
+from rag.store import ChunkStore, StoredChunk, chunk_metadata
+
+Progress = Callable[[int, int, str], None]  # (done, total, current file)
+EMBED_GROUP = 256  # chunks embedded together across small documents: the model is fastest in full batches
+
+
+@dataclass
+class FileOutcome:
+    path: str
+    status: str  # indexed, failed, unchanged, removed, skipped
+    chunks: int = 0
+    reason: str = ""
+    doc_id: str = ""
+
+
+@dataclass
+class SyncReport:
+    outcomes: list[FileOutcome] = field(default_factory=list)
+    embedded: int = 0  # chunks embedded by this sync
+    seconds: float = 0.0
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    def summary(self) -> str:
+        parts = [f"{self.count(s)} {s}" for s in ("indexed", "unchanged", "failed", "removed", "skipped") if self.count(s)]
+        return ", ".join(parts or ["nothing to do"]) + f"; {self.embedded} chunks embedded in {self.seconds:.1f} s"
+
+
+def doc_id_for(rel_path: str) -> str:
+    return hashlib.sha1(rel_path.encode("utf-8")).hexdigest()[:16]
+
+
+class Indexer:
+    """The writing side of one folder's index. `after_change` runs after a sync, an `index_files` and each
+    time the queue empties (outside the writer lock); `group`: chunks embedded and written together."""
+
+    def __init__(self, settings: Settings, embedder: Embedder, strategy: Strategy,
+                 after_change: Callable[[], None] = lambda: None, group: int = EMBED_GROUP):
+        self.settings = settings
+        self.folder = Path(settings.folder)
+        self.embedder = embedder
+        self.strategy = strategy
+        self.after_change = after_change
+        self.group = group
+        self.store = ChunkStore(settings, embedder.name, embedder.dimension)
+        self.library = Library(settings.index_path / "library.sqlite")
+        self.lock = WriterLock(settings.index_path / "writer.lock")
+        # Each visible document's chunks as written (with their vectors): what `_publish` builds the snapshot from.
+        self._chunks_by_doc: dict[str, list[StoredChunk]] = {}
+        self._tokens: dict[tuple[str, str], list[str]] = {}  # BM25 tokens of published chunks
+        self._publish_lock = threading.Lock()
+        # What the calibration depends on in the folder, as of the last publish (the only time it changes):
+        # so that choosing a question's threshold reads no library record.
+        self.content_key: list[tuple[str, str, int]] = []
+        self.languages: dict[str, int] = {}  # characters of searchable text per language, as of the last publish
+        self.queue = IndexQueue(self.library, self._index_queued, after_idle=after_change)
+        self.watcher: FolderWatcher | None = None
+        if self.lock.acquire(timeout=0):  # another process writing will recover on its own
+            try:
+                self._recover()
+                self.queue.requeue_unfinished()  # files a crash or a stop left waiting or half done
+            finally:
+                self.lock.release()
+        self.reload()
+
+    # --- stamps, recovery and the published snapshot -------------------------------------------------
+
+    def stamp_for(self, kind: str) -> Stamp:
+        return Stamp(self.embedder.name, self.embedder.dimension, self.strategy.version, EXTRACTOR_VERSIONS[kind])
+
+    def _recover(self) -> None:
+        """Undo what a crash left half-done, and mark documents whose stamp no longer matches.
+
+        Records first, then chunks, as everywhere: a `pending` document, and a visible one whose record
+        claims chunks the store does not hold (a crash between a chunk delete and its record update), go
+        back to `pending` with no content hash, so the next sync indexes them again; then every chunk that
+        no visible record claims is deleted.
+        """
+        records = {r.doc_id: r for r in self.library.all()}
+        counts = self.store.chunk_counts()
+        changed: dict[str, DocRecord] = {}
+        for rec in records.values():
+            if rec.status == "indexed" and rec.stamp != self.stamp_for(rec.kind):
+                rec.status = "stale"
+                changed[rec.doc_id] = rec
+            # (stale records of another model keep their chunks in that model's collection, not this one)
+            here = rec.stamp is not None and (rec.stamp.model, rec.stamp.dimension) == (self.store.model, self.store.dimension)
+            if rec.status in VISIBLE and here and counts.get(rec.doc_id, 0) != rec.chunks:
+                rec.status, rec.chunks = "pending", 0
+            if rec.status == "pending" and rec.content_hash:
+                rec.content_hash = ""  # makes the next sync index it again
+                changed[rec.doc_id] = rec
+        if changed:
+            self.library.put(*changed.values())
+        for doc_id, rec in records.items():
+            if rec.status not in VISIBLE:
+                self._chunks_by_doc.pop(doc_id, None)
+        # Chunks of documents the library does not show (pending work, a crash between writes): delete them.
+        self.store.delete_docs([d for d in counts if d not in records or records[d].status not in VISIBLE])
+
+    def reload(self) -> None:
+        """Rebuild the search snapshot from the store (the truth) and the library's statuses."""
+        visible = {r.doc_id for r in self.library.all() if r.status in VISIBLE}
+        by_doc: dict[str, list[StoredChunk]] = {}
+        for c in self.store.all_chunks(vectors=True):
+            if c.doc_id in visible:
+                by_doc.setdefault(c.doc_id, []).append(c)
+        for chunks in by_doc.values():
+            chunks.sort(key=lambda c: int(c.meta["chunk_index"]))
+        self._chunks_by_doc = by_doc
+        self._publish()
+
+    # Publishing lives here, beside the writes, rather than in the engine that only reads its result: each
+    # write ends by publishing under the writer lock, so a document's chunks reach searches only once its
+    # record says indexed, and nothing outside this class has to keep `_chunks_by_doc` in step with the store.
+    # The snapshot (and what the calibration reads) is replaced whole: a search holds one reference to it.
+    def _publish(self) -> None:
+        with self._publish_lock:
+            records = {r.doc_id: r for r in self.library.all()}
+            chunks = [c for d in sorted(self._chunks_by_doc) if d in records for c in self._chunks_by_doc[d]]
+            docs = {d: (r.path, r.title, r.kind) for d, r in records.items()}
+            # BM25 is rebuilt after every change; analysing text is most of that, so unchanged chunks
+            # keep their tokens (keyed by id and text: a re-indexed document reuses its ids).
+            tokens, cache = [], {}
+            for c in chunks:
+                key = (c.id, c.text)
+                cache[key] = self._tokens.get(key) or analyze(c.text, c.meta.get("lang", ""))
+                tokens.append(cache[key])
+            self._tokens = cache
+            self.snapshot = Snapshot.build(chunks, docs, self.settings, tokens)
+            self.content_key = sorted((r.doc_id, r.content_hash, r.chunks) for r in records.values()
+                                      if r.status in VISIBLE)
+            self.languages = languages_of(records.values())
+
+    # --- indexing --------------------------------------------------------------------------------
+
+    def scan(self) -> tuple[dict[str, Path], list[FileOutcome]]:
+        """Supported files under the folder by relative path, and the skipped ones with their reason."""
+        found: dict[str, Path] = {}
+        skipped: list[FileOutcome] = []
+        index_dir = self.settings.index_path.resolve()
+        for root, dirs, files in os.walk(self.folder):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and Path(root, d).resolve() != index_dir)
+            for f in sorted(files):
+                p = Path(root, f)
+                rel = p.relative_to(self.folder).as_posix()
+                if f.startswith(".") or p.is_symlink():
+                    continue
+                if kind_of(f) is None:
+                    skipped.append(FileOutcome(rel, "skipped", reason=f"unsupported type; supported: {', '.join(sorted(SUPPORTED))}"))
+                    continue
+                found[rel] = p
+        return found, skipped
+
+    def sync(self, progress: Progress | None = None) -> SyncReport:
+        t0 = time.perf_counter()
+        with self.lock:
+            self._recover()
+            files, skipped = self.scan()
+            records = {r.path: r for r in self.library.all()}
+            report = SyncReport(outcomes=list(skipped))
+            for path, rec in records.items():
+                if path not in files:
+                    self._forget(rec.doc_id)
+                    report.outcomes.append(FileOutcome(path, "removed", doc_id=rec.doc_id))
+            todo = []
+            for rel, p in files.items():
+                rec = records.get(rel)
+                if rec and self._unchanged(rec, p):
+                    report.outcomes.append(FileOutcome(rel, "unchanged", rec.chunks, rec.reason, rec.doc_id))
+                else:
+                    todo.append(rel)
+            self._index(todo, report, progress)
+            if report.count("removed") and not todo:
+                self._publish()  # (_index publishes whatever it wrote; an unchanged folder rebuilds nothing)
+            if not any(r.status == "stale" and r.stamp and r.stamp.model != self.embedder.name for r in self.library.all()):
+                self.store.drop_other_collections()
+        self.after_change()  # the engine calibrates now, so the first question after a change does not wait for it
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def _unchanged(self, rec: DocRecord, p: Path) -> bool:
+        try:
+            st = p.stat()
+        except OSError:
+            return False
+        if rec.status == "indexed" and rec.stamp == self.stamp_for(rec.kind) or rec.status == "excluded" or \
+                rec.status == "failed" and rec.stamp and rec.stamp.extractor == EXTRACTOR_VERSIONS[rec.kind]:
+            if rec.size == st.st_size and rec.content_hash:
+                # Same size and modification time: unchanged without reading it (as git does); else compare
+                # contents, so a touched but identical file is not indexed again (nor read next time).
+                if rec.mtime_ns == st.st_mtime_ns:
+                    return True
+                if _hash(p.read_bytes()) == rec.content_hash:
+                    rec.mtime_ns = st.st_mtime_ns
+                    self.library.put(rec)
+                    return True
+        return False
+
+    def index_files(self, rel_paths: Sequence[str], progress: Progress | None = None) -> SyncReport:
+        """Index these files (relative to the folder) now, whatever their state: upload, re-index, retry."""
+        t0 = time.perf_counter()
+        report = SyncReport()
+        with self.lock:
+            self._index(list(rel_paths), report, progress)
+        self.after_change()
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def reindex(self, doc_id: str) -> SyncReport:
+        rec = self.library.get(doc_id)
+        if rec is None:
+            raise KeyError(f"no document {doc_id!r} in the library")
+        return self.index_files([rec.path])
+
+    def reindex_stale(self, progress: Progress | None = None) -> SyncReport:
+        return self.index_files([r.path for r in self.library.all() if r.status == "stale"], progress)
+
+    def remove(self, doc_id: str, delete_file: bool = False) -> None:
+        """Remove a document's chunks from both indexes; optionally the file too. A file left in the folder
+        stays out of the index (status `excluded`) until it changes or is re-indexed, so the folder watcher
+        does not bring it straight back."""
+        with self.lock:
+            rec = self.library.get(doc_id)
+            if delete_file and rec:
+                # The file first: a crash right after it leaves a record without its file, which the next sync
+                # removes; the other way round, the next sync would index again the file the person deleted.
+                (self.folder / rec.path).unlink(missing_ok=True)
+            self._forget(doc_id)
+            if rec is not None and not delete_file and (self.folder / rec.path).is_file():
+                rec.status, rec.reason, rec.chunks = "excluded", "removed from the index; the file is still in the folder", 0
+                self.library.put(rec)
+            self._publish()
+        if rec is not None:
+            self.queue.forget(rec.path)
+
+    def _forget(self, doc_id: str) -> None:
+        # The record first: a crash before the chunks go leaves chunks no record claims, which start-up deletes.
+        self.library.remove(doc_id)
+        self._chunks_by_doc.pop(doc_id, None)
+        self.store.delete_doc(doc_id)
+
+    def _index(self, rel_paths: list[str], report: SyncReport, progress: Progress | None) -> None:
+        total = len(rel_paths)
+        group: list[tuple[DocRecord, list[Chunk]]] = []
+        for i, rel in enumerate(rel_paths):
+            if progress:
+                progress(i, total, rel)
+            rec, chunks = self._prepare(rel)
+            if rec.status == "failed":
+                self._write_failed(rec)
+                report.outcomes.append(FileOutcome(rel, "failed", reason=rec.reason, doc_id=rec.doc_id))
+                continue
+            group.append((rec, chunks))
+            if sum(len(c) for _, c in group) >= self.group:
+                self._write_group(group, report)
+                group = []
+        if group:
+            self._write_group(group, report)
+        if progress:
+            progress(total, total, "")
+        if rel_paths:
+            self._publish()
+
+    def _prepare(self, rel: str) -> tuple[DocRecord, list[Chunk]]:
+        kind = kind_of(rel) or "txt"
+        doc_id = doc_id_for(rel)
+        rec = DocRecord(doc_id=doc_id, path=rel, kind=kind, status="pending", stamp=self.stamp_for(kind))
+        try:
+            path = self.folder / rel
+            rec.mtime_ns = path.stat().st_mtime_ns  # before reading: a write during the read shows next time
+            data = path.read_bytes()
+            rec.size, rec.content_hash = len(data), _hash(data)
+            doc = extract_bytes(data, rel, max_chars=self.settings.max_chars, max_pages=self.settings.max_pages)
+            chunks = chunk_document(doc, doc_id, self.strategy)
+            if not chunks:
+                raise ExtractionError("no text left to index after extraction")
+            self._describe(rec, doc, chunks)
+            return rec, chunks
+        except ExtractionError as exc:
+            rec.status, rec.reason = "failed", exc.reason
+        except OSError as exc:
+            rec.status, rec.reason = "failed", f"cannot read the file: {exc.strerror or exc}"
+        except Exception as exc:  # one broken file never breaks the folder: it fails with its reason
+            rec.status, rec.reason = "failed", f"could not be indexed ({type(exc).__name__}: {exc})"
+        return rec, []
+
+    def _describe(self, rec: DocRecord, doc: Extracted, chunks: list[Chunk]) -> None:
+        texts = [c.text for c in chunks]
+        pieces = self.embedder.count_wordpieces(texts)
+        rec.title, rec.pages, rec.chars, rec.empty_pages = doc.title, doc.pages, len(doc.text), doc.empty_pages
+        rec.truncated = sum(1 for n in pieces if n > self.embedder.max_tokens)
+        rec.header_share = header_share(texts, [c.content for c in chunks])
+        rec.tokens = sum(count_tokens(t) for t in texts)
+        rec.lang = detect_language(doc.text)
+        rec.warnings = list(doc.warnings)
+        if rec.truncated:
+            rec.warnings.append(f"{rec.truncated} chunk(s) longer than the encoder window of "
+                                f"{self.embedder.max_tokens} word-pieces: their ends are not embedded")
+
+    def _write_failed(self, rec: DocRecord) -> None:
+        # The record first (`failed` is not visible): a crash before the chunks go leaves chunks that start-up deletes.
+        rec.chunks = 0
+        self.library.put(rec)
+        self._chunks_by_doc.pop(rec.doc_id, None)
+        self.store.delete_doc(rec.doc_id)
+
+    def _write_group(self, group: list[tuple[DocRecord, list[Chunk]]], report: SyncReport,
+                     vectors: np.ndarray | None = None) -> None:
+        """Embed (unless `vectors` are given) and write a group of prepared documents; records last."""
+        texts = [c.text for _, chunks in group for c in chunks]
+        try:
+            vectors = self.embedder.embed_batch(texts) if vectors is None else vectors
+        except Exception as exc:
+            for rec, _ in group:
+                rec.status, rec.reason = "failed", f"embedding failed ({type(exc).__name__}: {exc})"
+                self._write_failed(rec)
+                report.outcomes.append(FileOutcome(rec.path, "failed", reason=rec.reason, doc_id=rec.doc_id))
+            return
+        report.embedded += len(texts)
+        recs = [rec for rec, _ in group]
+        chunks = [c for _, cs in group for c in cs]
+        extras = [self._chunk_extra(rec) for rec, cs in group for _ in cs]
+        # pending first: a crash from here on leaves records that start-up knows to undo.
+        self.library.put(*recs)
+        self.store.delete_docs([r.doc_id for r in recs])
+        self.store.add(chunks, vectors, extras)  # one write for the group: Chroma is fastest in bulk
+        at, now = 0, time.time()
+        for rec, cs in group:
+            rec.status, rec.reason, rec.chunks, rec.indexed_at = "indexed", "", len(cs), now
+            self._chunks_by_doc[rec.doc_id] = [
+                StoredChunk(c.id, c.doc_id, c.text, chunk_metadata(c, x), v)
+                for c, x, v in zip(cs, extras[at:at + len(cs)], vectors[at:at + len(cs)])]
+            at += len(cs)
+            report.outcomes.append(FileOutcome(rec.path, "indexed", len(cs), doc_id=rec.doc_id))
+        self.library.put(*recs)  # chunk counts and stamps land together, after all chunks are written
+
+    @staticmethod
+    def _chunk_extra(rec: DocRecord) -> dict:
+        return {"lang": rec.lang, "model": rec.stamp.model, "dimension": rec.stamp.dimension,
+                "chunker": rec.stamp.chunker, "extractor": rec.stamp.extractor}
+
+    # --- the indexing queue (rag.queue) -----------------------------------------------------------------
+
+    def start(self, watch: bool | None = None) -> None:
+        """Start indexing in the background: the queue's worker, a rescan of the folder, and (with `watch`,
+        by default the `watch_folder` setting) the folder watcher. The app calls it once per engine, so
+        once per process."""
+        self.queue.start()
+        # A process that ends while the worker embeds would take torch's threads down mid-work (an abort,
+        # not an exit): stop it first. The files it held are queued again at the next start.
+        atexit.register(self.stop)
+        self.rescan(source="folder")
+        if (self.settings.watch_folder if watch is None else watch) and self.watcher is None:
+            self.watcher = FolderWatcher(self.folder, lambda: self.rescan(source="folder"),
+                                         ignore=[self.settings.index_path])
+            self.watcher.start()
+
+    def stop(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.watcher = None
+        self.queue.stop()
+
+    def enqueue(self, rel_paths: Sequence[str], source: str = "") -> list[QueueItem]:
+        """Put files (relative to the folder) on the indexing queue; the worker indexes them."""
+        return self.queue.put(list(rel_paths), source)
+
+    def rescan(self, source: str = "folder") -> list[QueueItem]:
+        """Queue what changed in the folder since it was indexed: new and changed files (by size and
+        modification time, then content), and files that are gone. Files already queued or running are
+        left alone, and so are files the person cancelled, until they change. Cheap when nothing changed:
+        one walk of the folder, no file read."""
+        files, _ = self.scan()
+        records = {r.path: r for r in self.library.all()}
+        rows = {i.path: i for i in self.queue.items()}
+        active = {p for p, i in rows.items() if i.active}
+
+        def held(rel: str, p: Path) -> bool:
+            # Queued or running already; or cancelled by the person and not changed since.
+            item = rows.get(rel)
+            return item is not None and (item.active or item.state == CANCELLED and _mtime(p) <= item.updated_at)
+
+        todo = [rel for rel, p in files.items()
+                if not held(rel, p) and not (rel in records and self._unchanged(records[rel], p))]
+        gone = [path for path in records if path not in files and path not in active]
+        return self.queue.put(todo + gone, source) if todo or gone else []
+
+    def indexing(self) -> int:
+        """How many files are waiting to be indexed or being indexed."""
+        return self.queue.pending()
+
+    def _index_queued(self, items: list[QueueItem], queue: IndexQueue) -> None:
+        """The worker's step: extract, embed and write queued files in groups, reporting each file's state.
+
+        Extracting and embedding happen outside the writer lock (they only read); the lock is held for each
+        group's write, so an upload or a deletion never waits for a long embedding. A file cancelled while
+        it is embedded stops before anything of it is written; the rest of its group goes on."""
+        group: list[tuple[DocRecord, list[Chunk], QueueItem]] = []
+        for item in items:
+            if queue.stopping():
+                raise Stopped()
+            if queue.is_cancelled(item):
+                queue.save(item, CANCELLED, cancel=False)
+                continue
+            if not (self.folder / item.path).is_file():
+                self._queued_removal(item)
+                continue
+            queue.save(item, EXTRACTING)
+            rec, chunks = self._prepare(item.path)
+            if rec.status == "failed":
+                with self.lock:
+                    self._write_failed(rec)
+                queue.save(item, FAILED, reason=rec.reason, cancel=False)
+                continue
+            queue.save(item, EMBEDDING, total=len(chunks), done=0)
+            group.append((rec, chunks, item))
+            if sum(len(c) for _, c, _ in group) >= self.group:
+                self._write_queued(group, queue)
+                group = []
+        if group:
+            self._write_queued(group, queue)
+
+    def _write_queued(self, group: list[tuple[DocRecord, list[Chunk], QueueItem]], queue: IndexQueue) -> None:
+        """Embed a group in slices (reporting each file's progress, dropping a file cancelled meanwhile),
+        then write what is left under the writer lock and publish it."""
+        texts = [c.text for _, chunks, _ in group for c in chunks]
+        owner = [i for i, (_, chunks, _) in enumerate(group) for _ in chunks]  # text j belongs to file owner[j]
+        first = {i: owner.index(i) for i in set(owner)}
+        vectors: dict[int, np.ndarray] = {}
+        dropped: set[int] = set()
+        # One model batch at a time: the model serves one caller at a time, so a question asked meanwhile
+        # waits for at most one batch of 32 (measured: slices of 256 made questions wait minutes on a busy machine).
+        step = max(self.settings.embed_batch_size, 1)
+        for at in range(0, len(texts), step):
+            if queue.stopping():
+                raise Stopped()
+            end = min(at + step, len(texts))
+            here = sorted({owner[j] for j in range(at, end)} - dropped)
+            dropped |= {i for i in here if queue.is_cancelled(group[i][2])}
+            keep = [j for j in range(at, end) if owner[j] not in dropped]
+            if keep:
+                vectors.update(zip(keep, self.embedder.embed_batch([texts[j] for j in keep])))
+            for i in here:
+                if i not in dropped:
+                    queue.save(group[i][2], done=min(len(group[i][1]), end - first[i]))
+        # A cancel that came while the last slice was embedded still stops the file before it is written.
+        dropped |= {i for i in range(len(group)) if i not in dropped and queue.is_cancelled(group[i][2])}
+        for i in sorted(dropped):
+            queue.save(group[i][2], CANCELLED, done=0, cancel=False)
+        kept = [i for i in range(len(group)) if i not in dropped]
+        if not kept:
+            return
+        report = SyncReport()
+        rows = np.stack([vectors[j] for j in range(len(texts)) if owner[j] not in dropped])
+        with self.lock:
+            self._write_group([(group[i][0], group[i][1]) for i in kept], report, rows)
+            self._publish()
+        outcome = {o.path: o for o in report.outcomes}
+        for i in kept:
+            item, o = group[i][2], outcome.get(group[i][2].path)
+            if o is not None and o.status == "indexed":
+                queue.save(item, INDEXED, chunks=o.chunks, done=o.chunks, runs=item.runs + 1, reason="", cancel=False)
+            else:
+                queue.save(item, FAILED, reason=o.reason if o else "not written")
+
+    def _queued_removal(self, item: QueueItem) -> None:
+        """A queued file that is no longer in the folder: its document leaves both indexes."""
+        rec = next((r for r in self.library.all() if r.path == item.path), None)
+        if rec is not None:
+            with self.lock:
+                self._forget(rec.doc_id)
+                self._publish()
+        self.queue.save(item, REMOVED)
+
+
+def languages_of(records: Iterable[DocRecord]) -> dict[str, int]:
+    """Characters of searchable text per detected language ("unknown" when detection could not tell)."""
+    out: dict[str, int] = {}
+    for r in records:
+        if r.status in VISIBLE:
+            out[r.lang or "unknown"] = out.get(r.lang or "unknown", 0) + r.chars
+    return out
+
+
+def _mtime(p: Path) -> float:
+    try:
+        return p.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
