@@ -226,9 +226,14 @@ def threshold_set() -> float | None:
     return None if value is None else float(value)
 
 
-def set_threshold(value: float | None) -> None:
-    """Choose the chat's threshold (None: back to the calibrated one)."""
+def set_threshold(value: float | None, key: str | None = None) -> None:
+    """Choose the chat's threshold (None: back to the calibrated one). `key` is the slider the person
+    moved to choose it, which then stays on screen as it is; any other choice (the Calibration page, the
+    reset button) gets the chat a fresh slider that starts at the new value."""
     st.session_state["threshold_set"] = None if value is None else round(float(value), 3)
+    st.session_state["threshold_key"] = key
+    if key is None:
+        st.session_state["threshold_gen"] = st.session_state.get("threshold_gen", 0) + 1
     record = _chats().get(st.session_state.get("chat_id", ""))
     if record is not None:
         record["threshold_set"] = st.session_state["threshold_set"]
@@ -253,7 +258,8 @@ def start_chat(folder: str | None = None) -> None:
     chats[chat_id] = {"turns": [], "folder": folder, "threshold_set": None}
     while len(chats) > KEPT_CHATS:
         chats.popitem(last=False)
-    st.session_state.update(chat_id=chat_id, turns=chats[chat_id]["turns"], threshold_set=None)
+    st.session_state.update(chat_id=chat_id, turns=chats[chat_id]["turns"])
+    set_threshold(None)
     st.query_params["chat"] = chat_id
 
 
@@ -272,7 +278,8 @@ def restore_chat() -> None:
     if wanted and wanted in chats:
         record = chats[wanted]
         chats.move_to_end(wanted)
-        st.session_state.update(chat_id=wanted, turns=record["turns"], threshold_set=record["threshold_set"])
+        st.session_state.update(chat_id=wanted, turns=record["turns"])
+        set_threshold(record["threshold_set"])
         if record["folder"]:
             st.session_state["folder"] = st.session_state["folder_input"] = record["folder"]
     else:
@@ -282,15 +289,26 @@ def restore_chat() -> None:
 def threshold_slider(calibrated: float, **kwargs) -> float:
     """The chat's threshold slider: at the person's value once they moved it, else at `calibrated`.
 
-    The widget's key names the value it starts from. A browser sends back the slider's value with every
-    rerun, and a run that is cut short (a fragment redrawing the page, a new question) may never have
-    shown it the value the app set; with one key for both, that stale value came back as a change and the
-    slider read "set by you" untouched. A slider following the calibration gets a new key whenever the
-    calibrated value changes, so an old value belongs to a widget that is gone and is ignored."""
+    A browser sends back every slider's value with each rerun, and a run cut short (a fragment redrawing
+    the page, a new question) may never have shown it a value the app set, so a value the app writes into
+    a widget can come back as a "change" nobody made. The slider is therefore never written to: its key
+    names the value it starts from (and a generation, bumped by every choice made elsewhere), so a new
+    calibrated value gets a new slider, and once the person moves one, that same slider stays (a new one
+    under their hand would drop the moves still on their way). A change reported for a slider that is no
+    longer the one on screen is ignored."""
     chosen = threshold_set()
-    key = "threshold_by_you" if chosen is not None else f"threshold_calibrated_{calibrated:.3f}"
-    st.session_state[key] = chosen if chosen is not None else round(calibrated, 3)
-    return float(st.slider(key=key, on_change=lambda: set_threshold(st.session_state[key]), **kwargs))
+    key = st.session_state.get("threshold_key") if chosen is not None else None
+    start = chosen if chosen is not None else round(calibrated, 3)
+    if key is None:
+        gen = st.session_state.get("threshold_gen", 0)
+        key = f"threshold_{gen}_{'set' if chosen is not None else 'calibrated'}_{start:.3f}"
+    st.session_state["threshold_drawn"] = key
+
+    def moved() -> None:
+        if st.session_state.get("threshold_drawn") == key:
+            set_threshold(st.session_state[key], key=key)
+
+    return float(st.slider(value=start, key=key, on_change=moved, **kwargs))
 
 
 # --- uploads ------------------------------------------------------------------------------------------
