@@ -524,3 +524,30 @@ def test_a_reload_keeps_the_chat_and_a_new_chat_starts_afresh(engine, tmp_path):
     unknown.query_params["chat"] = "no-such-chat"
     unknown.run()
     assert not unknown.exception and len(unknown.chat_message) == 0  # an unknown id starts a new chat
+
+
+def test_slider_follows_the_question_language_until_moved_then_stays(engine):
+    """Untouched, the slider follows the calibration for the language of the question on screen and never
+    claims to be the person's; once moved, it keeps their value through later questions."""
+    calibrated = engine.calibrated()
+    en, pt = calibrated.threshold("en"), calibrated.threshold("pt")  # on the sample folder both may sit at the ceiling
+
+    def set_by_you(at) -> bool:
+        return any(plain(c.value).startswith("Set by you") for c in at.sidebar.caption)
+
+    at = app().run()
+    at.chat_input[0].set_value(QUESTION).run()
+    assert threshold_slider(at).value == pytest.approx(en, abs=0.0005) and not set_by_you(at)
+    at.chat_input[0].set_value("Onde fica guardado o índice por omissão?").run()
+    assert threshold_slider(at).value == pytest.approx(pt, abs=0.0005) and not set_by_you(at)
+    at.chat_input[0].set_value(QUESTION).run()
+    assert threshold_slider(at).value == pytest.approx(en, abs=0.0005) and not set_by_you(at)
+
+    threshold_slider(at).set_value(0.42).run()
+    assert set_by_you(at) and at.session_state["threshold_set"] == pytest.approx(0.42)
+    at.chat_input[0].set_value("Onde fica guardado o índice por omissão?").run()
+    assert threshold_slider(at).value == pytest.approx(0.42) and set_by_you(at)
+    threshold_slider(at).set_value(0.5).run()  # the same slider, moved again
+    assert at.session_state["threshold_set"] == pytest.approx(0.5)
+    at.sidebar.button(key="threshold_reset").click().run()
+    assert threshold_slider(at).value == pytest.approx(pt, abs=0.0005) and not set_by_you(at)
