@@ -561,6 +561,26 @@ def lost_drop_message(what: str, timing: str) -> str:
     return f"{what} never reached the folder: the drop was lost ({why})"
 
 
+def switch_page(page: Page, name: str, landmark) -> None:
+    """Click a page in the sidebar's navigation and wait for `landmark` on it, clicking once more (as a
+    person would) if the first click did not switch.
+
+    Why a second click may be needed: Streamlit's front end (1.67) sends a widget's change with the page it
+    last heard the server draw, and the server folds a request that arrives while a run is pending into the
+    pending one, keeping the newer request's page. An upload that finishes between the click and the start
+    of the new page's run therefore asks for the old page again, and the click is lost. That is Streamlit's
+    race, not the app's; what this test is about (no dropped file lost on a page switch) is checked after.
+    A page that never switches fails on the second click as well."""
+    link = page.locator('[data-testid="stSidebarNav"] a').filter(has_text=name)
+    link.click()
+    try:
+        expect(landmark).to_be_visible(timeout=15_000)
+    except AssertionError:
+        print(f"the switch to {name} was lost; clicking again")
+        link.click()
+        expect(landmark).to_be_visible()
+
+
 @pytest.mark.parametrize("timing", SWITCH_TIMING)
 def test_queue_thirty_files_dropped_then_a_page_switch(page, server, timing):
     index, folder = server["index"], server["folder"]
@@ -574,11 +594,9 @@ def test_queue_thirty_files_dropped_then_a_page_switch(page, server, timing):
         rows = queue_rows(index)
         print("indexed when switching:", sum(rows[n]["state"] == "indexed" for n in names if n in rows))
     # Straight to the Library and back, while the uploads are saved and queued.
-    page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Library").click()
-    expect(page.get_by_role("heading", name="Library")).to_be_visible()
+    switch_page(page, "Library", page.get_by_role("heading", name="Library"))
     expect(page.get_by_text(re.compile(r"^\d+ documents \(\d+ indexed"))).to_be_visible()
-    page.locator('[data-testid="stSidebarNav"] a').first.click()
-    expect(page.get_by_text("Chat with your folder", exact=True)).to_be_visible()
+    switch_page(page, "Chat", page.get_by_text("Chat with your folder", exact=True))
     expect(page.locator('[data-testid="stChatInput"] textarea')).to_be_visible()
 
     wait_until(lambda: all((folder / n).is_file() for n in names), UI_TIMEOUT_MS / 1000,
