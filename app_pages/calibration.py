@@ -46,7 +46,8 @@ def show(calibration: cal.Calibration) -> None:
         said = c.describe()  # "calibrated for English: 0.704, where ..."
         st.markdown(f"{ui.md_escape(said[:1].upper() + said[1:])}. Passages nearer than "
                     f"{c.close:.3f} (closer than any unrelated question came) need {engine.settings.close_support:.0%} "
-                    f"of the question's words, others {engine.settings.min_support:.0%}.")
+                    f"of the question's words, others {engine.settings.min_support:.0%}; so does every passage "
+                    "when the question names something the folder never mentions.")
     if explicit:
         st.info(f"The chat uses the threshold you set, {in_use[next(iter(in_use))]:.3f}, for every question.",
                 icon=":material/tune:")

@@ -215,7 +215,7 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
             f"support (≥ {gated.rule.min_support:.0%})", min_value=0.0, max_value=1.0, format="percent",
             help="Share of the question's own words (weighted by rarity in the folder) the passage holds. "
                  f"Needs {gated.rule.min_support:.0%}, or {gated.rule.close_support:.0%} at distance ≤ "
-                 f"{gated.rule.close:.3f}."),
+                 f"{gated.rule.close:.3f} unless the question names something the folder never mentions."),
         "lacks": st.column_config.TextColumn("lacks", help="The question's words this passage does not hold"),
         "document": st.column_config.TextColumn("document"),
         "section": st.column_config.TextColumn("section"),
@@ -224,6 +224,14 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
             "verdict", help=f"kept (at most {gated.max_chunks}) / under threshold, over cap / over threshold / "
                             "lacks the question's words (the support test)"),
     })
+
+
+def unknown_names_note(result: rag.SearchResult) -> str:
+    if not result.unknown_names:
+        return ""
+    names = ", ".join(f'"{n}"' for n in result.unknown_names)
+    return (f". The question names {ui.md_escape(names)}, which the folder never mentions: every passage needs "
+            "the full support, however close")
 
 
 FUSED_HELP = {
@@ -333,7 +341,8 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
             st.caption(f"Evidence: cosine distance ≤ {gated.threshold:.3f} and support ≥ {rule.min_support:.0%} of "
                        f"the question's words ({rule.close_support:.0%} for a passage at distance ≤ {rule.close:.3f}, "
                        "nearer than any unrelated question comes to this folder). Words looked for: "
-                       + (ui.md_escape(", ".join(turn["result"].terms)) or "none"))
+                       + (ui.md_escape(", ".join(turn["result"].terms)) or "none")
+                       + unknown_names_note(turn["result"]))
             st.caption(fusion_note(turn["result"]))
             retrieval_table(gated, turn["result"])
             chosen = st.empty()  # in every state, so a list from an earlier answer never lingers

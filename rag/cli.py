@@ -117,6 +117,9 @@ def print_turn(turn: Turn) -> None:
     rule = g.rule
     print(f"\nRetrieval (threshold {g.threshold:.3f}{note}; support at least {rule.min_support:.0%}, "
           f"{rule.close_support:.0%} at distance {rule.close:.3f} or less; at most {g.max_chunks} kept)")
+    if turn.result.unknown_names:
+        print(f"The folder never mentions {', '.join(turn.result.unknown_names)}, which the question names: every "
+              f"passage needs {rule.min_support:.0%} however close")
     print(f"{'fused':>5} {'dense':>5} {'bm25':>5} {'dist':>6} {'supp':>5}  {'verdict':<26} document / section")
     for c, v in zip(g.candidates, g.verdicts):
         lacks = f"  (lacks: {', '.join(c.missing)})" if c.missing else ""

@@ -100,7 +100,7 @@ def why_not_found(engine, result: SearchResult, gated: Gated, expected_sentence:
                                              f"{gated.threshold:.3f}) but came at fused rank {c.fused_rank}, after the "
                                              f"{ahead} chunks the cap of {gated.max_chunks} allows.", **base)
             if v == UNSUPPORTED:
-                need = gated.rule.needed(c.distance)
+                need = gated.rule.needed_by(c)
                 lacks = f": it does not mention {', '.join(c.missing)}" if c.missing else ""
                 return Diagnosis(UNSUPPORTED_OUT, f"Its chunk is close enough (distance {c.distance:.3f} ≤ "
                                                   f"{gated.threshold:.3f}) but holds {c.support:.0%} of the question's "

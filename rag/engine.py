@@ -31,7 +31,7 @@ from rag.followup import followup_query, rewrite_followup
 from rag.calibration import LANGUAGES as CALIBRATED_LANGUAGES, Calibration, calibrate, questions_digest, unrelated_questions
 from rag.chunk import strategy
 from rag.embed import Embedder, load_embedder
-from rag.gate import NO_SUPPORT_TEST, Gated, SupportRule, gate
+from rag.gate import GATE_RULES, NO_SUPPORT_TEST, Gated, SupportRule, gate
 from rag.indexer import EMBED_GROUP, FileOutcome, Indexer, Progress, SyncReport, languages_of
 from rag.lexical import question_language
 from rag.llm import LLMError
@@ -254,7 +254,7 @@ class Engine:
         key = [self.embedder.name, self.embedder.dimension, self.strategy.version, s.candidates, s.rrf_k, s.bm25_k1,
                s.bm25_b, s.fusion, s.dense_weight, s.dense_weight_unread, s.bm25_weight, tuple(self.embedder.languages),
                sorted(self._languages), self._main_language(), s.min_support, s.close_support, s.calibration_budget,
-               s.calibration_floor, s.calibration_ceiling, questions_digest(), self.indexer.content_key]
+               s.calibration_floor, s.calibration_ceiling, questions_digest(), GATE_RULES, self.indexer.content_key]
         return hashlib.sha1(repr(key).encode("utf-8")).hexdigest()
 
     def calibrated(self, stale_ok: bool = False) -> Calibration | None:

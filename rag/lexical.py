@@ -151,6 +151,33 @@ def question_terms(question: str) -> list[str]:
     return list(out)
 
 
+# A word is written as a name when it holds a capital and does not open a sentence ("Peru", "YouTube", "PhD",
+# "APA"); the question's first word, and one after . ? or !, are capitalised by grammar, not by meaning.
+_SENTENCE_START = re.compile(r"(?:^|[.?!]\s+)[\"'“‘(¿¡]*$")
+
+
+def question_names(question: str) -> list[str]:
+    """The question's content words (`question_terms`, in their form) that it writes as names: with a
+    capital letter, not at the start of a sentence.
+
+    >>> question_names("What is the upload limit for videos on YouTube?")
+    ['youtube']
+    >>> question_names("Qual é a capital do Peru? E do Chile?")
+    ['peru', 'chile']
+    >>> question_names("Where are backups kept?")
+    []
+    """
+    text = unicodedata.normalize("NFC", question)
+    terms = set(question_terms(text))
+    out: dict[str, None] = {}
+    for m in _TOKEN.finditer(text):
+        word = m.group()
+        if word.lower() in terms and any(ch.isupper() for ch in word) and not _SENTENCE_START.search(
+                text[:m.start()]):
+            out.setdefault(word.lower(), None)
+    return list(out)
+
+
 def term_tokens(term: str, lang: str) -> list[str]:
     """The index tokens one content word becomes under a language's analyzer (a code: itself whole)."""
     lang = lang if lang in LANGUAGES else "en"
@@ -224,6 +251,14 @@ class LexicalIndex:
             else:
                 missing.append(term)
         return (found / total if total else 1.0), tuple(missing)
+
+    def unused(self, term: str) -> bool:
+        """True when no chunk holds the term under any language's analyzer: the folder never uses the word."""
+        for lang in LANGUAGES:
+            tokens = term_tokens(term, lang)
+            if tokens and all(self._df(t) > 0 for t in tokens):
+                return False
+        return True
 
     def idf(self, token: str) -> float:
         """BM25's idf, ln(1 + (N - df + 0.5) / (df + 0.5)); a token no chunk holds gets df = 0."""

@@ -39,7 +39,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from rag.embed import Embedder
-from rag.lexical import LexicalIndex, question_language, question_terms
+from rag.lexical import LexicalIndex, question_language, question_names, question_terms
 from rag.settings import Settings
 from rag.store import StoredChunk
 
@@ -188,6 +188,9 @@ class Candidate:
     # holds (1.0 when the question has none), and the words it lacks.
     support: float = 1.0
     missing: tuple[str, ...] = ()
+    # Names the question writes (capitalised mid-sentence) that no chunk of the folder holds: the same for
+    # every candidate of a search; the gate then denies the close-paraphrase relaxation (rag.gate).
+    unknown_names: tuple[str, ...] = ()
 
 
 @dataclass
@@ -199,6 +202,7 @@ class SearchResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     searched_chunks: int = 0
     terms: tuple[str, ...] = ()  # the content words the support test looks for
+    unknown_names: tuple[str, ...] = ()  # of `terms`: names the question writes that the folder never uses
     language: str = ""  # the question's language ('en', 'pt', '' when unclear)
     fusion: str = "rrf"  # how the sides were fused (rag.search.FUSIONS)
 
@@ -293,7 +297,9 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     # A follow-up joined to the previous question is judged on its own words; one an LLM rewrote into a
     # standalone question ("And where are they kept?" -> "Where are backup copies kept?") on the rewrite's.
     rewritten = query != question and not query.endswith(question)
-    terms = tuple(question_terms(query if rewritten else question)) or tuple(question_terms(query))
+    own = query if rewritten else question
+    terms = tuple(question_terms(own)) or tuple(question_terms(query))
+    unknown = tuple(n for n in question_names(own) if n in terms and snapshot.lexical.unused(n))
     candidates = []
     for rank, cid in enumerate(order, start=1):
         sc = snapshot.chunks[snapshot.pos[cid]]
@@ -306,9 +312,9 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             page_end=m.get("page_end"), kind=kind, fused_rank=rank, fused_score=fused[cid].score,
             distance=float(distances[cid]), dense_rank=dense_rank.get(cid), bm25_rank=bm25_rank.get(cid),
             bm25_score=bm25_scores.get(cid), dense_norm=fused[cid].dense, bm25_norm=fused[cid].bm25,
-            support=support, missing=missing,
+            support=support, missing=missing, unknown_names=unknown,
         ))
     lap("fusion")
     return SearchResult(question=question, query=query, candidates=candidates, weights=weights,
                         timings_ms=timings, searched_chunks=len(snapshot.chunks), terms=terms,
-                        language=question_language(question), fusion=settings.fusion)
+                        unknown_names=unknown, language=question_language(question), fusion=settings.fusion)

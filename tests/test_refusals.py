@@ -16,7 +16,7 @@ import rag
 from rag import SUPPORT, DISTANCE, EMPTY, SupportRule, gate
 from rag.calibration import KINDS, calibrate, choose_threshold, question_kinds, unrelated_questions
 from rag.cli import main as cli
-from rag.lexical import LexicalIndex, question_terms
+from rag.lexical import LexicalIndex, question_names, question_terms
 from rag.search import Candidate, SearchResult
 
 CAKE = "Qual é a receita do bolo de chocolate?"
@@ -25,11 +25,12 @@ EN_OK = "How do I upload a PDF?"
 PT_OK = "Como envio ficheiros para a aplicação?"
 
 
-def candidate(n: int, distance: float, support: float = 1.0, missing: tuple[str, ...] = ()) -> Candidate:
+def candidate(n: int, distance: float, support: float = 1.0, missing: tuple[str, ...] = (),
+              unknown_names: tuple[str, ...] = ()) -> Candidate:
     return Candidate(chunk_id=f"c{n}", doc_id="d", doc_name="doc.md", title="Doc", section="", content=f"text {n}",
                      start=0, end=6, page=None, page_end=None, kind="md", fused_rank=n, fused_score=1.0 / n,
                      distance=distance, dense_rank=n, bm25_rank=None, bm25_score=None, support=support,
-                     missing=missing)
+                     missing=missing, unknown_names=unknown_names)
 
 
 def result(*cands: Candidate, question: str = "What is the bolo?", terms: tuple[str, ...] = ("bolo",)) -> SearchResult:
@@ -57,6 +58,30 @@ def test_support_rule_lets_close_paraphrases_through_with_fewer_words():
     # The smallest threshold that lets a candidate through counts only candidates that pass the support test.
     g = gate(result(candidate(1, 0.5, 0.0, ("bolo",)), candidate(2, 0.62, 0.9)), 0.6, 4, rule)
     assert g.failed == SUPPORT and g.needed_threshold == pytest.approx(0.62) and g.closest.distance == 0.5
+
+
+def test_a_name_the_folder_never_mentions_takes_away_the_close_relaxation():
+    rule = SupportRule(min_support=0.5, close=0.4, close_support=0.15)
+    asked = {"question": "Upload limit on YouTube?", "terms": ("upload", "limit", "youtube")}
+    plain = gate(result(candidate(1, 0.35, 0.3, ("youtube",)), **asked), 0.6, 4, rule)
+    named = gate(result(candidate(1, 0.35, 0.3, ("youtube",), ("youtube",)), **asked), 0.6, 4, rule)
+    assert plain.verdicts == [rag.KEPT]
+    assert named.verdicts == [rag.UNSUPPORTED] and named.failed == SUPPORT and '"youtube"' in named.refusal
+    # Full support still answers, name or not.
+    assert gate(result(candidate(1, 0.35, 0.6, (), ("youtube",))), 0.6, 4, rule).verdicts == [rag.KEPT]
+
+
+@pytest.mark.parametrize("question, names", [
+    ("What is the upload limit for videos on YouTube?", ["youtube"]),
+    ("What is the page limit for a PhD thesis?", ["phd"]),
+    ("Qual é a capital do Peru? E a do Chile?", ["peru", "chile"]),
+    ("Does the app read PDF files?", ["pdf"]),
+    ("Upload limits? Videos?", []),  # capitals that open a sentence are grammar, not names
+    ("“Backups”: where are they kept?", []),
+    ("where is ERR-4017 explained?", ["err-4017"]),
+])
+def test_question_names_are_capitalised_content_words_not_opening_a_sentence(question, names):
+    assert question_names(question) == names
 
 
 def test_question_terms_and_support_weigh_rare_words_most():
@@ -248,6 +273,29 @@ def test_a_close_passage_holding_one_common_word_is_not_evidence(sample_engine, 
     assert any(c.distance <= rule.close and v == rag.UNSUPPORTED
                for c, v in zip(turn.gated.candidates, turn.gated.verdicts))
     assert word in turn.gated.refusal
+
+
+# Passages about upload limits and page limits sit inside the close distance of these questions and hold a
+# third of their words, enough for a close paraphrase; but the question names what it is about, and the
+# folder never mentions it, so those passages need the full support. Asked about the folder's own subject
+# with a name the folder uses ("PDF"), a close passage still answers through the relaxation.
+@pytest.mark.parametrize("question", ["What is the upload limit for videos on YouTube?",
+                                      "What is the page limit for a PhD thesis?"])
+def test_a_question_naming_what_the_folder_never_mentions_is_refused(sample_engine, question):
+    turn = sample_engine.ask(question)
+    rule = turn.threshold.rule
+    name = question_names(question)[0]
+    assert turn.result.unknown_names == (name,)
+    assert turn.answer.refused and turn.gated.failed == SUPPORT, turn.gated.citations
+    assert f'"{name}"' in turn.gated.refusal
+    # It was refused by this rule alone: some close passage holds enough words for a close paraphrase.
+    assert any(c.distance <= rule.close and c.support + 1e-9 >= rule.close_support for c in turn.gated.candidates)
+
+
+def test_names_the_folder_uses_keep_the_close_relaxation(sample_engine):
+    turn = sample_engine.ask("Can the app search inside a PDF that has no text layer?")
+    assert "pdf" in question_names(turn.question) and turn.result.unknown_names == ()
+    assert turn.gated.kept, turn.gated.refusal
 
 
 @pytest.mark.parametrize("question, lang, words", [
