@@ -20,15 +20,16 @@ from __future__ import annotations
 import streamlit as st
 
 import ui
+import ui_files
 
 st.set_page_config(page_title="Chat with your folder", page_icon="📁", layout="wide")
-ui.keep_upload_replies()
+ui_files.keep_upload_replies()
 ui.keep_page_state()
 ui.restore_chat()
 
 ui.folder_picker()
 ws = ui.workspace()
-ui.add_documents(ws)
+ui_files.add_documents(ws)
 
 page = st.navigation([
     st.Page("app_pages/chat.py", title="Chat", icon=":material/chat:", default=True),
@@ -39,6 +40,6 @@ page = st.navigation([
 page.run()
 
 with st.sidebar:
-    ui.upload_questions(ws)
+    ui_files.upload_questions(ws)
     ui.library_status(ws)
-    ui.queue_panel(ws)
+    ui_files.queue_panel(ws)

@@ -33,6 +33,7 @@ import streamlit as st
 
 import rag
 import ui
+import ui_files
 from rag import diagnosis
 
 VERDICT_LABEL = {rag.KEPT: "kept", rag.CAPPED: "under threshold, over cap", rag.OVER: "over threshold",
@@ -98,7 +99,7 @@ with st.sidebar:
               kwargs={"folder": st.session_state.get("folder")})
     st.divider()
 
-attached = ui.handle_uploads(ws, prompt_files, source="chat") if prompt_files else []
+attached = ui_files.handle_uploads(ws, prompt_files, source="chat") if prompt_files else []
 
 
 # --- one turn -----------------------------------------------------------------------------------------
@@ -393,10 +394,10 @@ def session_for_search() -> rag.Settings:
 st.title("Chat with your folder")
 st.caption(f"Folder: {ui.md_escape(str(engine.folder))} · answers come only from passages under the threshold "
            "that hold the question's own words; every answer shows its evidence, every refusal its reason.")
-ui.indexing_note(ws)
+ui_files.indexing_note(ws)
 
 if prompt_text:
-    if attached and not ui.wait_for(ws, attached):
+    if attached and not ui_files.wait_for(ws, attached):
         st.info("The attached files are still being indexed: this answer comes from what was indexed before; "
                 "ask again once the sidebar shows them indexed.", icon=":material/hourglass_top:")
     ask(prompt_text)

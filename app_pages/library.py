@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
+import ui_files
 
 ws = ui.workspace()
 engine = ws.engine
@@ -92,25 +93,25 @@ with left:
         a, b = st.columns(2)
         verb = "Retry" if chosen.status == "failed" else "Re-index"
         if a.button(verb, key="library_reindex", icon=":material/refresh:"):
-            ui.index_paths(ws, [chosen.path], source="library")
+            ui_files.index_paths(ws, [chosen.path], source="library")
             st.rerun()
         also_file = b.checkbox("also delete the file", key="library_delete_file",
                                help="Without this the file stays in the folder but out of the index (excluded) "
                                     "until it changes or you re-index it.")
         if b.button("Delete", key="library_delete", icon=":material/delete:", type="primary"):
             engine.remove(chosen.doc_id, delete_file=also_file)
-            ui.log_outcome(chosen.path, "removed", "deleted from the index" + (" and the folder" if also_file else ""))
+            ui_files.log_outcome(chosen.path, "removed", "deleted from the index" + (" and the folder" if also_file else ""))
             st.rerun()
 
 with right:
     st.subheader("The whole folder")
     if st.button(f"Re-index all stale ({stats.stale})", key="library_stale", disabled=stats.stale == 0,
                  icon=":material/update:"):
-        ui.index_paths(ws, [d.path for d in docs if d.status == "stale"], source="library")
+        ui_files.index_paths(ws, [d.path for d in docs if d.status == "stale"], source="library")
         st.rerun()
     if st.button("Rescan the folder", key="library_rescan", icon=":material/folder_managed:",
                  help="Index new and changed files, forget deleted ones."):
         queued = engine.rescan(source="library")
-        ui.log_outcome(str(engine.folder), "rescanned", f"{len(queued)} file(s) queued")
+        ui_files.log_outcome(str(engine.folder), "rescanned", f"{len(queued)} file(s) queued")
         st.rerun()
     st.caption("What was done, and the files still being indexed, show in the sidebar.")

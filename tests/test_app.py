@@ -23,6 +23,7 @@ from tests.conftest import threshold_slider
 
 ROOT = Path(__file__).resolve().parent.parent
 import ui
+import ui_files
 
 APP = str(ROOT / "streamlit_app.py")
 LIBRARY = str(ROOT / "app_pages" / "library.py")
@@ -461,6 +462,17 @@ def test_unrelated_questions_are_refused_and_the_refusal_names_the_failed_test(e
     assert any(t.value.startswith("NO ANSWER") and "Capital of Peru?" in t.value for t in last.text)
 
 
+def test_a_question_naming_what_the_folder_never_mentions_is_refused_and_says_why(engine):
+    at = app().run()
+    at.chat_input[0].set_value("What is the upload limit for videos on YouTube?").run()
+    assert not at.exception, at.exception
+    refusal = [t.value for t in at.text if t.value.startswith("NO ANSWER")]
+    assert len(refusal) == 1 and '"youtube"' in refusal[0], refusal
+    assert citations(at) == []
+    assert any('names "youtube", which the folder never mentions' in plain(c.value) for c in at.caption)
+    assert set(table(at)["verdict"]) <= {rag.UNSUPPORTED, rag.OVER}
+
+
 @pytest.mark.parametrize("retain_lifecycle_msgs", [True, False])
 def test_an_upload_reply_survives_the_start_of_a_run(retain_lifecycle_msgs):
     """The reply telling the browser where to upload a dropped file outlives the queue clearing a new run
@@ -481,8 +493,8 @@ def test_an_upload_reply_survives_the_start_of_a_run(retain_lifecycle_msgs):
     def replies(q: ForwardMsgQueue) -> list[str]:
         return [m.file_urls_response.response_id for m in q.flush() if m.WhichOneof("type") == "file_urls_response"]
 
-    ui.keep_upload_replies()
-    ui.keep_upload_replies()  # once is enough; twice does not wrap twice
+    ui_files.keep_upload_replies()
+    ui_files.keep_upload_replies()  # once is enough; twice does not wrap twice
     clear = ForwardMsgQueue.clear
     assert clear.keeps_upload_replies and not getattr(clear.original, "keeps_upload_replies", False)
     q = queue_with_reply()

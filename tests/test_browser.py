@@ -521,7 +521,7 @@ def test_queue_sigkill_mid_embedding_then_restart_indexes_each_file_once(tab, tm
 # as a person might; "uploaded": once the browser has sent the files (each upload's PUT answered), which is
 # still before they are saved or indexed; "saved" (page switch only): once the files are in the folder, so
 # queued but not yet indexed. Each timing must end with every file saved and indexed once: the first two
-# were lost before the app kept Streamlit's upload replies (ui.keep_upload_replies) and drew the uploader
+# were lost before the app kept Streamlit's upload replies (ui_files.keep_upload_replies) and drew the uploader
 # in the sidebar every page shares (see lost_drop_message).
 DROP_TIMING = ["at_once", "uploaded"]
 SWITCH_TIMING = ["at_once", "uploaded", "saved"]
@@ -553,11 +553,11 @@ def drop(page: Page, files: list[dict], wait_upload: bool) -> float:
 def lost_drop_message(what: str, timing: str) -> str:
     if timing == "at_once":
         why = ("Streamlit answers the uploader's file-URL request through the session's outgoing queue and "
-               "clears that queue when a script run starts; ui.keep_upload_replies puts the reply back, and "
+               "clears that queue when a script run starts; ui_files.keep_upload_replies puts the reply back, and "
                "did not here: the browser never uploaded the file")
     else:
         why = ("every upload reached the server (its PUT answered), but no run saved it: the uploader's "
-               "callback (ui.add_documents) did not run, on whatever page the next run drew")
+               "callback (ui_files.add_documents) did not run, on whatever page the next run drew")
     return f"{what} never reached the folder: the drop was lost ({why})"
 
 

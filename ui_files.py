@@ -1,0 +1,219 @@
+"""Files coming in, as the app shows them: the sidebar's uploader and the indexing queue, live.
+
+- `add_documents()` / `handle_uploads()` / `index_paths()`: the uploader saves dropped files under safe
+  names (asking before replacing a different file of the same name, `upload_questions`) and puts them on
+  the engine's indexing queue; a file that cannot be saved is logged in `st.session_state["upload_log"]`,
+  the rest show in the queue panel. `wait_for()`: a question asked with its attachment waits for it.
+- `keep_upload_replies()`: keeps a drop from being lost when a question or page switch follows at once.
+- `queue_panel()` / `indexing_note()`: fragments that rerun every second on their own (not the page) and
+  show the queue: each file's state and progress, cancel, retry, and how many files are still waiting.
+
+Not here: saving or indexing itself (the engine's: `Engine.save_upload`, `Engine.enqueue`, its queue).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Iterable
+
+import streamlit as st
+
+import rag
+from ui import UPLOAD_TYPES, Workspace, md_escape
+
+
+# --- uploads ------------------------------------------------------------------------------------------
+
+def keep_upload_replies() -> None:
+    """Keep Streamlit from dropping the reply to a file upload when a run starts.
+
+    To upload a dropped file, the browser first asks the server where to send it; the answer travels in
+    the session's outgoing message queue. Streamlit (1.67) empties that queue when a script run starts,
+    keeping only its own lifecycle messages, so a question asked (or a page switched) at the moment of a
+    drop threw the answer away: the browser never uploaded the file, and the uploader showed nothing.
+    This wraps the queue's `clear` to put such answers back. It changes nothing else, and does nothing
+    (with a warning in the server log) on a Streamlit whose queue no longer looks like this one."""
+    try:
+        from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
+    except ImportError:  # pragma: no cover - a Streamlit that moved it
+        ForwardMsgQueue = None
+    clear = getattr(ForwardMsgQueue, "clear", None)
+    if clear is None or getattr(clear, "keeps_upload_replies", False):
+        return
+    if not hasattr(ForwardMsgQueue(), "_queue"):  # pragma: no cover
+        import logging
+        logging.getLogger(__name__).warning("Streamlit's message queue changed: a drop followed at once by a "
+                                            "question may be lost")
+        return
+
+    def keeping_clear(self, *args, **kwargs):
+        replies = [m for m in self._queue if m.WhichOneof("type") == "file_urls_response"]
+        clear(self, *args, **kwargs)
+        kept = {id(m) for m in self._queue}
+        self._queue.extend(m for m in replies if id(m) not in kept)
+
+    keeping_clear.keeps_upload_replies = True
+    keeping_clear.original = clear
+    ForwardMsgQueue.clear = keeping_clear
+
+
+def add_documents(ws: Workspace) -> None:
+    """The sidebar's uploader. Dropped files are saved and queued by the widget's own callback, which
+    Streamlit runs at the start of the next run whatever page that run draws."""
+    engine = ws.engine
+    st.sidebar.subheader("Add documents")
+    st.sidebar.file_uploader(
+        "Markdown, text or PDF", type=UPLOAD_TYPES, accept_multiple_files=True, key="uploader",
+        on_change=lambda: handle_uploads(ws, list(st.session_state.get("uploader") or []), source="upload"),
+        help=f"Saved into {engine.folder} and queued for indexing (in the background: keep asking "
+             f"meanwhile). Up to {engine.settings.max_upload_mb} MB each.")
+    # Also here: a file the callback has seen is skipped (by its id), one it has not (a run that started
+    # before the upload finished) is saved now.
+    handle_uploads(ws, list(st.session_state.get("uploader") or []), source="upload")
+
+
+def upload_questions(ws: Workspace) -> None:
+    """Questions about uploads (replace a different file of the same name, or keep both) and the log of
+    uploads that could not be saved."""
+    resolve_conflicts(ws)
+    upload_log()
+
+
+def log_outcome(name: str, status: str, detail: str) -> None:
+    st.session_state.setdefault("upload_log", []).insert(0, {"name": name, "status": status, "detail": detail})
+
+
+def handle_uploads(ws: Workspace, files: Iterable, source: str = "upload") -> list[str]:
+    """Save newly uploaded files and queue them; each file is handled once per session (by its file id).
+    Returns the relative paths queued."""
+    done = st.session_state.setdefault("uploaded_ids", set())
+    saved: list[str] = []
+    for f in files or []:
+        fid = getattr(f, "file_id", None) or f"{f.name}:{f.size}"
+        if fid in done:
+            continue
+        done.add(fid)
+        data = f.getvalue()
+        try:
+            saved.append(ws.engine.save_upload(f.name, data, on_conflict="ask"))
+        except rag.UploadError as exc:
+            if isinstance(exc, rag.UploadConflict):
+                st.session_state.setdefault("conflicts", []).append(
+                    {"name": f.name, "data": data, "message": str(exc), "id": fid})
+            else:
+                log_outcome(f.name, "failed", str(exc))
+    if saved:
+        index_paths(ws, saved, source)
+    return saved
+
+
+def wait_for(ws: Workspace, rel_paths: list[str], timeout: float = 20.0) -> bool:
+    """Wait (with a spinner) until these queued files are indexed or failed: a question asked together
+    with its attachment is answered from it. False when they took longer (the question is then answered
+    from what is indexed, and the queue panel shows the rest)."""
+    queue = ws.engine.queue
+    deadline = time.monotonic() + timeout
+    with st.spinner(f"Indexing {len(rel_paths)} attached file(s)…"):
+        while time.monotonic() < deadline:
+            items = [queue.get(p) for p in rel_paths]
+            if all(i is None or not i.active for i in items):
+                return True
+            time.sleep(0.1)
+    return False
+
+
+def index_paths(ws: Workspace, rel_paths: list[str], source: str = "upload") -> list:
+    """Put files on the indexing queue; the queue panel shows them from here on, in every session."""
+    return ws.engine.enqueue(rel_paths, source=source)
+
+
+# --- the indexing queue, live -------------------------------------------------------------------------
+
+STATE_ICON = {"queued": ":material/schedule:", "extracting": ":material/description:",
+              "embedding": ":material/memory:", "indexed": ":material/check_circle:", "failed": ":material/error:",
+              "cancelled": ":material/block:", "removed": ":material/delete:"}
+
+
+@st.fragment(run_every=1.0)
+def queue_panel(ws: Workspace, recent: int = 12) -> None:
+    """The queue, redrawn every second by itself while the person chats: files waiting or running (with
+    progress and a cancel button), failures (with their reason and a retry), the last files finished."""
+    engine = ws.engine
+    items = engine.queue.items()
+    active = [i for i in items if i.active]
+    failed = [i for i in items if i.state == "failed"]
+    done = sorted((i for i in items if i.state in ("indexed", "cancelled", "removed")),
+                  key=lambda i: -i.updated_at)[:recent]
+    if active:
+        head, button = st.columns([3, 2])
+        head.markdown(f"**Indexing** · {len(active)} file{'s' if len(active) != 1 else ''} to go")
+        if button.button("Cancel all", key="queue_cancel_all", icon=":material/cancel:"):
+            engine.queue.cancel_all()
+        for item in active[:recent]:
+            text, cancel = st.columns([5, 1])
+            if item.state == "embedding" and item.total:
+                text.progress(min(1.0, item.done / item.total), text=md_escape(item.label()))
+            else:
+                text.caption(f"{STATE_ICON[item.state]} {md_escape(item.label())}")
+            if cancel.button("Cancel", key=f"queue_cancel_{item.seq}", help=f"Do not index {item.name}"):
+                engine.queue.cancel(item.path)
+        if len(active) > recent:
+            st.caption(f"… and {len(active) - recent} more queued")
+    for item in failed:
+        st.error(md_escape(item.label()), icon=STATE_ICON["failed"])
+        if st.button("Retry", key=f"queue_retry_{item.seq}", icon=":material/refresh:"):
+            engine.enqueue([item.path], source="retry")
+    for item in done:
+        show = st.success if item.state == "indexed" else st.info
+        show(md_escape(item.label()), icon=STATE_ICON[item.state])
+    # When the queue empties, the whole page redraws once: counts and the library are up to date.
+    was_busy = st.session_state.get("queue_busy", False)
+    st.session_state["queue_busy"] = bool(active)
+    if was_busy and not active:
+        st.rerun(scope="app")
+
+
+@st.fragment(run_every=1.0)
+def indexing_note(ws: Workspace) -> None:
+    """One line in the chat while files are still being indexed."""
+    n = ws.engine.indexing()
+    if n:
+        st.caption(f":material/hourglass_top: {n} file{'s are' if n != 1 else ' is'} still being indexed; "
+                   "answers come from what is fully indexed so far.")
+
+
+def resolve_conflicts(ws: Workspace) -> None:
+    """Ask, for each upload whose name is taken by a different file: replace it, or keep both."""
+    conflicts = st.session_state.get("conflicts", [])
+    for i, c in enumerate(list(conflicts)):
+        st.warning(md_escape(c["message"]))
+        a, b, d = st.columns(3)
+        choice = None
+        if a.button("Replace", key=f"conflict-replace-{c['id']}"):
+            choice = "replace"
+        if b.button("Keep both", key=f"conflict-rename-{c['id']}"):
+            choice = "rename"
+        if d.button("Cancel", key=f"conflict-cancel-{c['id']}"):
+            conflicts.remove(c)
+            log_outcome(c["name"], "skipped", "not saved: a different file has that name")
+            st.rerun()
+        if choice:
+            conflicts.remove(c)
+            try:
+                rel = ws.engine.save_upload(c["name"], c["data"], on_conflict=choice)
+            except rag.UploadError as exc:
+                log_outcome(c["name"], "failed", str(exc))
+            else:
+                index_paths(ws, [rel])
+            st.rerun()
+
+
+def upload_log(limit: int = 12) -> None:
+    for entry in st.session_state.get("upload_log", [])[:limit]:
+        text = md_escape(f"{entry['name']}: {entry['status']}, {entry['detail']}")
+        if entry["status"] == "indexed":
+            st.success(text, icon=":material/check_circle:")
+        elif entry["status"] == "failed":
+            st.error(text, icon=":material/error:")
+        else:
+            st.info(text)
