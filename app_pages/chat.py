@@ -275,6 +275,8 @@ def citation_cards(turn_no: int, gated: rag.Gated, numbers: set[int] | None = No
 def render_turn(turn_no: int, turn: dict, live: bool) -> None:
     with st.chat_message("user"):
         st.markdown(ui.md_escape(turn["question"]))
+    if not live and "threshold" not in turn:  # never frozen (see `ask`): it keeps the settings shown now
+        freeze(turn)
     t_threshold = threshold if live else turn["threshold"]
     t_max = int(max_chunks) if live else turn["max_chunks"]
     t_mode = mode if live else turn["mode"]
@@ -374,11 +376,20 @@ def why_not_found(turn: dict, gated: rag.Gated) -> None:
                     st.text(part)
 
 
+def freeze(turn: dict) -> None:
+    """Keep a turn at the settings it was last shown with: a new question makes it an earlier turn."""
+    turn.update(live=False, threshold=threshold, max_chunks=int(max_chunks), mode=mode,
+                rule=engine.threshold_choice(turn["question"]).rule)
+
+
 def ask(question: str) -> None:
-    if turns:  # the previous turn is frozen at the settings it was last shown with
-        turns[-1].update(live=False, threshold=threshold, max_chunks=int(max_chunks), mode=mode,
-                         rule=engine.threshold_choice(turns[-1]["question"]).rule)
     result = ui.search(ws, question, int(candidates), [t["result"].query for t in turns], session_for_search())
+    # Every turn not yet frozen, not only the last: two runs of one chat can overlap (a second tab, or a
+    # reconnecting browser, on the same chat), and a turn another run appended meanwhile must not be left
+    # without its settings.
+    for earlier in turns:
+        if "threshold" not in earlier:
+            freeze(earlier)
     turns.append({"id": uuid.uuid4().hex, "question": question, "result": result, "n": int(candidates),
                   "live": True})
 

@@ -251,6 +251,26 @@ def test_follow_up_keeps_history_and_new_chat_clears_it(engine):
     assert not [c for c in at.caption if c.value.startswith("Searched as")]
 
 
+def test_a_turn_left_unfrozen_by_an_overlapping_run_still_renders(engine):
+    """Two runs of one chat can overlap (a second tab or a reconnecting browser on the same chat): a turn
+    one of them appended may become an earlier turn without the settings an earlier turn keeps. Seen by
+    hand as a KeyError in place of the chat; now such a turn is frozen at the settings shown."""
+    at = app().run()
+    at.chat_input[0].set_value(QUESTION).run()
+    at.chat_input[0].set_value("What is reciprocal rank fusion?").run()
+    first = at.session_state["turns"][0]
+    for key in ("threshold", "max_chunks", "mode", "rule"):
+        first.pop(key)
+    first["live"] = True
+    at.run()
+    assert not at.exception, at.exception
+    assert len([m for m in at.chat_message if m.name == "assistant"]) == 2
+    assert at.session_state["turns"][0]["threshold"] is not None
+    at.chat_input[0].set_value("What value of k does it use?").run()
+    assert not at.exception, at.exception
+    assert len(tables(at)) == 3
+
+
 def test_switching_folder_opens_its_own_index(engine, tmp_path):
     other = tmp_path / "other"
     other.mkdir()
