@@ -3,7 +3,8 @@
 - `add_documents()` / `handle_uploads()` / `index_paths()`: the uploader saves dropped files under safe
   names (asking before replacing a different file of the same name, `upload_questions`) and puts them on
   the engine's indexing queue; a file that cannot be saved is logged in `st.session_state["upload_log"]`,
-  the rest show in the queue panel. `wait_for()`: a question asked with its attachment waits for it.
+  the rest show in the queue panel. `wait_for()`: a question asked with its attachment, or right after a
+  drop (`unfinished_uploads`), waits for those files.
 - `keep_upload_replies()`: keeps a drop from being lost when a question or page switch follows at once.
 - `queue_panel()` / `indexing_note()`: fragments that rerun every second on their own (not the page) and
   show the queue: each file's state and progress, cancel, retry, and how many files are still waiting.
@@ -104,7 +105,18 @@ def handle_uploads(ws: Workspace, files: Iterable, source: str = "upload") -> li
                 log_outcome(f.name, "failed", str(exc))
     if saved:
         index_paths(ws, saved, source)
+        st.session_state.setdefault("session_uploads", []).extend(saved)
     return saved
+
+
+def unfinished_uploads(ws: Workspace) -> list[str]:
+    """Files this session added that are still queued or being indexed (and forgets the finished ones):
+    a question asked right after a drop waits for them, as it waits for its own attachments."""
+    queue = ws.engine.queue
+    mine = st.session_state.get("session_uploads", [])
+    left = [p for p in dict.fromkeys(mine) if (item := queue.get(p)) is not None and item.active]
+    st.session_state["session_uploads"] = left
+    return left
 
 
 def wait_for(ws: Workspace, rel_paths: list[str], timeout: float = 20.0) -> bool:
@@ -113,7 +125,7 @@ def wait_for(ws: Workspace, rel_paths: list[str], timeout: float = 20.0) -> bool
     from what is indexed, and the queue panel shows the rest)."""
     queue = ws.engine.queue
     deadline = time.monotonic() + timeout
-    with st.spinner(f"Indexing {len(rel_paths)} attached file(s)…"):
+    with st.spinner(f"Indexing {len(rel_paths)} file(s) you added…"):
         while time.monotonic() < deadline:
             items = [queue.get(p) for p in rel_paths]
             if all(i is None or not i.active for i in items):

@@ -408,8 +408,11 @@ st.caption(f"Folder: {ui.md_escape(str(engine.folder))} · answers come only fro
 ui_files.indexing_note(ws)
 
 if prompt_text:
-    if attached and not ui_files.wait_for(ws, attached):
-        st.info("The attached files are still being indexed: this answer comes from what was indexed before; "
+    # A question asked with its attachment, or just after files were dropped in the sidebar, is most likely
+    # about them: wait (up to 20 s) for this session's files still being indexed before searching.
+    waiting = list(dict.fromkeys(attached + ui_files.unfinished_uploads(ws)))
+    if waiting and not ui_files.wait_for(ws, waiting):
+        st.info("Files you added are still being indexed: this answer comes from what was indexed before; "
                 "ask again once the sidebar shows them indexed.", icon=":material/hourglass_top:")
     ask(prompt_text)
 

@@ -335,6 +335,20 @@ def test_upload_good_and_corrupt_then_library_lists_both(engine, folder):
     assert "all-MiniLM-L6-v2" in summary and "languages: en" in summary and "pt" in summary
 
 
+def test_a_question_asked_with_a_drop_waits_for_the_dropped_file(engine, folder):
+    """Drop a file in the sidebar and ask about it in the same breath: the question waits for this session's
+    file to be indexed (as for an attachment) and is answered from it, instead of being refused."""
+    at = app().run()
+    notes = pdf_bytes("Ferry timetable.\n\nThe ferry to Cacilhas leaves Cais do Sodre every 20 minutes on weekdays.")
+    at.sidebar.file_uploader(key="uploader").set_value([("ferry.pdf", notes, "application/pdf")])
+    at.chat_input[0].set_value("How often does the ferry to Cacilhas leave on weekdays?").run()
+    assert not at.exception, at.exception
+    assert engine.queue.get("ferry.pdf").state == "indexed"
+    assert citations(at) and citations(at)[0][1] == "ferry.pdf"
+    at.chat_input[0].set_value("What is reciprocal rank fusion?").run()
+    assert at.session_state["session_uploads"] == []  # indexed: forgotten, later questions do not wait for it
+
+
 def test_library_retry_and_delete(engine, folder):
     (folder / "later.pdf").write_bytes(b"not a pdf at all")
     lib = AppTest.from_file(LIBRARY, default_timeout=TIMEOUT).run()
