@@ -233,8 +233,8 @@ def test_questions_the_sample_answers_still_answer_in_each_language(sample_engin
 
 
 # A passage closer than any unrelated question comes to the folder may answer in its own words: it needs
-# 15% of the question's words (IDF-weighted), not half. Each question below has such a passage with 23-31%
-# (kept), and other passages nearly as close that hold only "app" or "aplicação" (under 15%: not kept).
+# 20% of the question's words (IDF-weighted), not half. Each question below has such a passage with 23-31%
+# (kept), and other passages nearly as close that hold only "app" or "aplicação" (under 20%: not kept).
 @pytest.mark.parametrize("question, lang", [
     ("Does the app send my private documents to some cloud server?", "en"),
     ("A aplicação envia os meus documentos privados para algum servidor na nuvem?", "pt"),
@@ -242,18 +242,19 @@ def test_questions_the_sample_answers_still_answer_in_each_language(sample_engin
 def test_close_paraphrases_answer_with_fewer_words_but_not_with_one_common_word(sample_engine, question, lang):
     turn = sample_engine.ask(question)
     rule = turn.threshold.rule
+    low = rule.close_support
     assert turn.result.language == lang and turn.gated.kept, turn.gated.refusal
-    assert rule.close_support == sample_engine.settings.close_support == 0.15
+    assert low == sample_engine.settings.close_support == 0.20
     assert rule.close == sample_engine.calibrated().languages[lang].close
-    assert any(0.15 <= c.support < 0.5 for c in turn.gated.kept)  # kept through the close rule only
+    assert any(low <= c.support < 0.5 for c in turn.gated.kept)  # kept through the close rule only
     close_few = [v for c, v in zip(turn.gated.candidates, turn.gated.verdicts)
-                 if c.distance <= rule.close and 0 < c.support < 0.15]
+                 if c.distance <= rule.close and 0 < c.support < low]
     assert close_few and all(v == rag.UNSUPPORTED for v in close_few)
     for c, verdict in zip(turn.gated.candidates, turn.gated.verdicts):
         if c.distance > turn.gated.threshold:
             assert verdict == rag.OVER
         elif c.distance <= rule.close:
-            assert (verdict == rag.UNSUPPORTED) == (c.support + 1e-9 < 0.15)
+            assert (verdict == rag.UNSUPPORTED) == (c.support + 1e-9 < low)
         else:
             assert (verdict == rag.UNSUPPORTED) == (c.support + 1e-9 < 0.5)
 
@@ -264,6 +265,10 @@ def test_close_paraphrases_answer_with_fewer_words_but_not_with_one_common_word(
 @pytest.mark.parametrize("question, lang, word", [
     ("How do I compress a large PDF for email?", "en", '"compress"'),
     ("Os meus documentos privados vão para a nuvem do telemóvel?", "pt", '"telemóvel"'),
+    # Near-topic questions from the first held-out set, answered with a close support of 0.15: their close
+    # passages hold one or two of their words (17-18%) and say nothing about what they ask.
+    ("How many pages should a cover letter be?", "en", '"letter"'),
+    ("what's the keyboard shortcut to start a new chat", "en", '"keyboard"'),
 ])
 def test_a_close_passage_holding_one_common_word_is_not_evidence(sample_engine, question, lang, word):
     turn = sample_engine.ask(question)
