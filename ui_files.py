@@ -32,8 +32,11 @@ def keep_upload_replies() -> None:
     the session's outgoing message queue. Streamlit (1.67) empties that queue when a script run starts,
     keeping only its own lifecycle messages, so a question asked (or a page switched) at the moment of a
     drop threw the answer away: the browser never uploaded the file, and the uploader showed nothing.
-    This wraps the queue's `clear` to put such answers back. It changes nothing else, and does nothing
-    (with a warning in the server log) on a Streamlit whose queue no longer looks like this one."""
+    This wraps the queue's `clear` to put such answers back when it is that clear (the one that keeps
+    lifecycle messages), and only then: `flush`, which hands the queue to the browser, clears it too, and a
+    reply put back there would be sent again after every send, for ever. It changes nothing else, and
+    does nothing (with a warning in the server log) on a Streamlit whose queue no longer looks like this
+    one."""
     try:
         from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
     except ImportError:  # pragma: no cover - a Streamlit that moved it
@@ -47,9 +50,11 @@ def keep_upload_replies() -> None:
                                             "question may be lost")
         return
 
-    def keeping_clear(self, *args, **kwargs):
+    def keeping_clear(self, retain_lifecycle_msgs: bool = False, *args, **kwargs):
+        if not retain_lifecycle_msgs:
+            return clear(self, retain_lifecycle_msgs, *args, **kwargs)
         replies = [m for m in self._queue if m.WhichOneof("type") == "file_urls_response"]
-        clear(self, *args, **kwargs)
+        clear(self, retain_lifecycle_msgs, *args, **kwargs)
         kept = {id(m) for m in self._queue}
         self._queue.extend(m for m in replies if id(m) not in kept)
 

@@ -628,6 +628,9 @@ def test_queue_question_right_after_a_drop_then_answered_from_it(page, server, t
     index, folder = server["index"], server["folder"]
     name, fact, question, needle = TIMETABLES[timing]
     text = f"# Timetables\n\n## Departures\n\n{fact}\n"
+    resent: list[float] = []  # the front end's note for an upload reply it had already used
+    page.on("console", lambda m: resent.append(time.monotonic()) if "fileURLsResponse received for nonexistent"
+            in m.text else None)
     open_app(page, server["url"])
     dropped = drop(page, [{"name": name, "mimeType": "text/markdown", "buffer": text.encode()}],
                    wait_upload=timing == "uploaded")
@@ -652,3 +655,9 @@ def test_queue_question_right_after_a_drop_then_answered_from_it(page, server, t
     cite = re.match(r"\[1\] (\S+) · .* · cosine distance ([0-9.]+)$", first.inner_text().strip())
     assert cite and cite[1] == name, first.inner_text()
     expect(answer.get_by_text(needle, exact=False).first).to_be_visible()
+    # The upload's reply was sent to the browser once, not again after every message: kept in the queue
+    # past a flush it came back 14 times a second for as long as the page was open.
+    quiet_from = time.monotonic()
+    page.wait_for_timeout(3000)
+    late = [t for t in resent if t >= quiet_from]
+    assert len(late) < 3, f"the upload reply was sent again {len(late)} times in 3 s ({len(resent)} in all)"
