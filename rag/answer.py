@@ -145,6 +145,11 @@ def sentence_support(terms: Sequence[str], text: str) -> float:
 
 class ExtractiveGenerator:
     name = "extractive"
+    # A follow-up's sentences are picked by the question as asked, not by its searched form (the earlier
+    # question joined to it): the search already brought the context's passages, the gate judged them on the
+    # follow-up's own words, and the joined form would pick the earlier question's answer again ("And how
+    # many birds are in the colony?" after "Where does the heron migrate?" answered with the migration).
+    answers_as_asked = True
 
     def __init__(self, embedder: Embedder, max_sentences: int = 3, min_words: int = 3,
                  rule: AnswerRule = ANSWER_RULE):
@@ -354,16 +359,19 @@ def answer(gated: Gated, generator: Generator, *, standalone: str | None = None,
     """The answer for a gated search; a refusal never reaches the generator.
 
     `standalone`: the question as it was searched, when it differs from the one asked (a follow-up);
-    the generator answers it, and the answer shows it. `on_text(piece)` sees each piece as it streams;
+    the answer shows it, and an LLM answers it (the extractive answer picks its sentences by the question
+    as asked: `ExtractiveGenerator.answers_as_asked`). `on_text(piece)` sees each piece as it streams;
     if the stream fails and a fallback answers, the final `Answer.text` replaces what was shown.
     """
     shown = standalone if standalone and standalone != gated.question else None
     if gated.refusal is not None:
         return Answer(text=gated.refusal, refused=True, mode="refusal", standalone_question=shown)
-    question = shown or gated.question
+    def asked(g: Generator) -> str:
+        return gated.question if getattr(g, "answers_as_asked", False) else shown or gated.question
+
     used, note, pieces = generator, "", []
     try:
-        for piece in generator.generate(question, gated.citations):
+        for piece in generator.generate(asked(generator), gated.citations):
             pieces.append(piece)
             if on_text:
                 on_text(piece)
@@ -374,7 +382,7 @@ def answer(gated: Gated, generator: Generator, *, standalone: str | None = None,
         if fallback is None:
             raise
         used, note = fallback, f"{exc}; showing the extractive answer"
-        pieces = list(fallback.generate(question, gated.citations))
+        pieces = list(fallback.generate(asked(fallback), gated.citations))
     text = "".join(pieces).strip()
     prompt: Prompt | None = getattr(used, "last_prompt", None)
     given = prompt.given if prompt else [c.n for c in gated.citations]

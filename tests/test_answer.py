@@ -201,6 +201,24 @@ def test_followup_retrieves_what_its_standalone_form_does(sample_engine, previou
     assert [c.chunk_id for c in bare.result.candidates[:4]] != [c.chunk_id for c in turn.result.candidates[:4]]
 
 
+def test_a_followup_is_answered_with_its_own_sentence_not_the_first_questions(make_engine, tmp_path):
+    """Searched with the earlier question (so its passage is found), a follow-up's extractive answer is
+    the sentence that answers the follow-up; ranked by the joined question it was the earlier answer again."""
+    engine = make_engine()
+    (engine.folder / "kettle.md").write_text("# Kitchen\n\nThe kettle is descaled every Friday with citric acid.\n",
+                                             encoding="utf-8")
+    (engine.folder / "heron.md").write_text("# Heron field notes\n\n## Migration\n\nThe Zanzibar heron migrates "
+                                            "every October to the salt lakes of Quarnelia. The colony counts "
+                                            "about four hundred birds.\n", encoding="utf-8")
+    engine.sync()
+    first = engine.ask("Where does the Zanzibar heron migrate to?")
+    assert "Quarnelia" in first.answer.text and "four hundred" not in first.answer.text, first.answer.text
+    turn = engine.ask("And how many birds are in the colony?", history=[first.result.query])
+    assert turn.result.query != turn.question and turn.gated.citations[0].doc_name == "heron.md"
+    assert turn.answer.text.startswith("The colony counts about four hundred birds."), turn.answer.text
+    assert turn.answer.standalone_question == turn.result.query
+
+
 # --- which sentences the extractive answer keeps ----------------------------------
 
 LIGHTHOUSE = "The lighthouse keeper of Ponta Azul logs the tide at 04:40 every morning."
