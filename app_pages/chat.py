@@ -171,7 +171,8 @@ def chosen_sentences(ans: rag.Answer, slot) -> None:
     ranks = {c: i + 1 for i, c in enumerate(sorted(ans.chosen, key=lambda c: -c.score))}
     lines = [f"- similarity **{c.score:.3f}** (rank {ranks[c]}) · source **[{c.n}]** · "
              f"{ui.md_escape(' '.join(c.text.split()))}" for c in ans.chosen]
-    slot.markdown(f"**Sentences chosen for the answer**: the {len(ans.chosen)} sentences of the kept passages "
+    which = "the sentence" if len(ans.chosen) == 1 else f"the {len(ans.chosen)} sentences"
+    slot.markdown(f"**Sentences chosen for the answer**: {which} of the kept passages "
                 "closest in meaning to the question (cosine similarity with the same embedding model), no "
                 "repeats, in source order\n\n" + "\n".join(lines))
 
@@ -184,7 +185,7 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
         "BM25": c.bm25_rank,
         "distance": c.distance,
         "margin": gated.threshold - c.distance,
-        "support": c.support,
+        "support": round(c.support, 2),  # whole percents: "29%", not "29.24%" beside "100%"
         "lacks": ", ".join(c.missing),
         "document": c.doc_name,
         "section": ui.one_line(c.section or c.title, 60),

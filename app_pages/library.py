@@ -33,7 +33,7 @@ st.markdown(
     f"· folder languages: {ui.md_escape(languages)}")
 calibration = engine.calibrated()
 if calibration is not None:
-    st.markdown("**Threshold**, calibrated on this folder: " + " · ".join(
+    st.markdown("**Threshold**: " + " · ".join(
         ui.md_escape(c.describe()) for c in calibration.languages.values()))
     if engine.settings.threshold is not None or engine.settings.language_thresholds:
         st.caption(ui.md_escape(f"Set in the settings, and used instead: threshold {engine.settings.threshold}, "
@@ -49,7 +49,7 @@ rows = [{
     "type": d.kind,
     "status": d.status,
     "reason": d.reason,
-    "pages": d.pages or None,
+    "pages": str(d.pages) if d.pages else "–",  # text, so that a Markdown file shows a dash, not "None"
     "chars": d.chars,
     "empty pages": d.empty_pages,
     "chunks": d.chunks,

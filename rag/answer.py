@@ -37,7 +37,7 @@ from typing import Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 
-from rag.chunk import sentences
+from rag.chunk import prose_sentences
 from rag.citations import NO_ANSWER_SENTENCE, CitationCheck, check_citations, numbers_text
 from rag.embed import Embedder, count_tokens
 from rag.gate import Citation, Gated
@@ -165,10 +165,12 @@ class ExtractiveGenerator:
         pool: list[tuple[int, int, int, str]] = []
         seen: set[str] = set()
         for c in citations:
-            spans = sentences(c.quote)
+            spans = prose_sentences(c.quote)
             for s, e in spans:
-                text = c.quote[s:e]
-                key = " ".join(fold(text).split())
+                # One line in the answer: a sentence wrapped over lines (or PDF blocks) keeps its words, not
+                # its line breaks, which Markdown would show as a new paragraph. `start`/`end` keep its place.
+                text = " ".join(c.quote[s:e].split())
+                key = fold(text)
                 if key in seen or len(text.split()) < self.min_words and len(spans) > 1:
                     continue
                 seen.add(key)

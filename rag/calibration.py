@@ -153,8 +153,8 @@ class LanguageCalibration:
     def describe(self) -> str:
         """One line for the screen: what the calibrated value means."""
         name = LANGUAGE_NAMES.get(self.lang, self.lang)
-        share = self.passing / self.questions if self.questions else 0.0
-        out = (f"calibrated for {name}: {self.threshold:.3f}, where {share:.0%} of {self.questions} unrelated "
+        # The count, not only the share: 2 of 400 is "0%" when rounded, and the Calibration page draws them.
+        out = (f"calibrated for {name}: {self.threshold:.3f}, where {self.passing} of {self.questions} unrelated "
                f"questions would pass (budget {self.budget:.0%} for each kind: everyday, general knowledge)")
         if self.bound:
             out += f"; held at the {self.bound}"
@@ -191,6 +191,8 @@ class Calibration:
         if not self.languages:
             return "not calibrated: nothing is indexed"
         strict = min(self.languages.values(), key=lambda c: c.threshold)
+        if len({c.threshold for c in self.languages.values()}) == 1:
+            return f"language unclear; every language has the same value: {strict.describe()}"
         return f"language unclear, so the strictest calibrated value: {strict.describe()}"
 
     def to_json(self) -> dict:

@@ -175,6 +175,35 @@ def sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[i
     return _split(_SENTENCE_END, text, start, len(text) if end is None else end)
 
 
+# A line break that only wraps a sentence: the line before does not end one, the next goes on in lower case.
+# Blank lines count too: a PDF that draws each line as a block of its own comes out with a blank line between.
+_WRAP = re.compile(r"[^.!?…:;\s][ \t]*\n(?:[ \t]*\n)?[ \t]*[a-zà-ÿ]")
+
+
+def prose_sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    r"""Like `sentences`, but a line that wraps a sentence does not end it: PDF text breaks lines where the
+    page did (one blank line between, when the PDF draws each line as a block), and hard-wrapped Markdown
+    where the editor did. A line break ends a sentence when the line
+    before ends with . ! ? … : or ; or the next line starts otherwise than in lower case (a heading, a list
+    item, a page footer). For quoting whole sentences; the chunker keeps `sentences`.
+
+    >>> t = "Why it refuses\nWhen nothing is close, it does not write an answer\nfrom weaker material. It says so."
+    >>> [t[s:e] for s, e in prose_sentences(t)]
+    ['Why it refuses', 'When nothing is close, it does not write an answer\nfrom weaker material.', 'It says so.']
+    >>> t = "a wrapped line\n\ngoes on. A paragraph\n\nNext paragraph."
+    >>> [t[s:e] for s, e in prose_sentences(t)]
+    ['a wrapped line\n\ngoes on.', 'A paragraph', 'Next paragraph.']
+    """
+    spans = sentences(text, start, end)
+    out: list[tuple[int, int]] = []
+    for s, e in spans:
+        if out and _WRAP.fullmatch(text, out[-1][1] - 1, s + 1):
+            out[-1] = (out[-1][0], e)
+        else:
+            out.append((s, e))
+    return out
+
+
 def _hard_cuts(text: str, s: int, e: int, budget: int) -> list[tuple[int, int]]:
     out = []
     while e - s > budget:

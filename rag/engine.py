@@ -54,7 +54,7 @@ class ThresholdChoice:
 
     value: float
     source: str  # "given", "language_thresholds", "threshold", "calibrated", "default"
-    note: str  # one line: e.g. "calibrated for English: 0.612, where 5% of 260 unrelated questions would pass"
+    note: str  # one line: e.g. "calibrated for English: 0.612, where 13 of 260 unrelated questions would pass"
     calibrated: float | None = None  # what the calibration says for this question, whatever decided
     rule: SupportRule = NO_SUPPORT_TEST  # the support test for this question (its close distance by language)
 

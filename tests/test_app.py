@@ -326,7 +326,8 @@ def test_upload_good_and_corrupt_then_library_lists_both(engine, folder):
     frame = lib.dataframe[0].value
     rows = {r["name"]: r for r in frame.to_dict("records")}
     assert rows["heron notes.pdf"]["status"] == "indexed" and rows["heron notes.pdf"]["chunks"] == 1
-    assert rows["heron notes.pdf"]["pages"] == 1 and rows["heron notes.pdf"]["chars"] > len(FACT)
+    assert rows["heron notes.pdf"]["pages"] == "1" and rows["heron notes.pdf"]["chars"] > len(FACT)
+    assert rows["citations.md"]["pages"] == "–"  # not "None": a Markdown file has no pages
     assert rows["broken.pdf"]["status"] == "failed" and rows["broken.pdf"]["reason"] == bad[0].split("failed, ", 1)[1]
     assert rows["threshold-and-refusals.pdf"]["stamp"].startswith("all-MiniLM-L6-v2 (384d)")
     summary = plain(lib.markdown[0].value)
