@@ -63,8 +63,13 @@ VIEWER_PAGE = "app_pages/viewer.py"
 
 
 def viewer_params(c: rag.Citation) -> dict[str, str]:
-    """The viewer's address for a citation: the document (as the index names it) and the quote's range."""
-    return {"doc": c.doc_name, "start": str(c.start), "end": str(c.end)}
+    """The viewer's address for a citation: the document (as the index names it), the quote's range, and
+    this chat's id: an answer's [n] opens in a new tab, a new session, which would start an empty chat
+    when the person goes back to Chat there."""
+    out = {"doc": c.doc_name, "start": str(c.start), "end": str(c.end)}
+    if st.session_state.get("chat_id"):
+        out["chat"] = st.session_state["chat_id"]
+    return out
 
 
 def viewer_url(c: rag.Citation) -> str:

@@ -107,6 +107,14 @@ def test_the_answers_number_links_to_the_viewer_at_a_markdown_passage(page, app)
     expect(mark).to_be_visible()
     text = (app.folder / doc.replace("+", " ")).read_text(encoding="utf-8")
     assert mark.inner_text() == text[int(start):int(end)]
+    # The link itself, as the new tab it opens would (a new session): the passage, and this chat behind Chat.
+    tab = page.context.new_page()
+    tab.goto(f"{app.url}/{href}")
+    expect(tab.locator("mark#rag-quote")).to_be_visible()
+    tab.locator('[data-testid="stSidebarNav"] a').filter(has_text="Chat").click()
+    expect(tab.locator('[data-testid="stChatMessage"]').get_by_text(
+        "How big can a file I send through the browser be?")).to_be_visible()
+    tab.close()
 
 
 @pytest.mark.parametrize("doc", ["../../../etc/passwd", "/etc/passwd", "..%2Fdocs%2Fuploading.md"])
