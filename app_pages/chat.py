@@ -161,6 +161,8 @@ def show_answer(turn_no: int, ans: rag.Answer, gated: rag.Gated, mode_name: str,
     if ans.flags:
         st.warning("Citation check:\n" + "\n".join(f"- {ui.md_escape(f)}" for f in ans.flags),
                    icon=":material/rule:")
+    if gated.paraphrase_note and not ans.refused:
+        st.caption(":material/help: " + ui.md_escape(gated.paraphrase_note))
     if ans.prompt_tokens is not None:
         st.caption(f"prompt {ans.prompt_tokens} tokens (tiktoken)")
 

@@ -96,6 +96,8 @@ def print_turn(turn: Turn) -> None:
     if turn.result.query != turn.question:
         print(f"(searched as: {turn.result.query})")
     print(a.text)
+    if g.paraphrase_note and not a.refused:
+        print(f"\n{g.paraphrase_note}")
     if a.note:
         print(f"\nnote: {a.note}")
     for flag in a.flags:

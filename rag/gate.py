@@ -69,6 +69,21 @@ def unsupported_text(threshold: float, question: str, missing: Sequence[str], be
             f'"{question}"{share}')
 
 
+def paraphrase_text(best: float, min_support: float, missing: Sequence[str]) -> str:
+    """The caution beside an answer whose every passage was kept as a close paraphrase: near in meaning,
+    holding less than the full share of the question's words. Such a passage may answer in its own words,
+    or be about the question's subject without giving what it asks (a near miss): the reader judges.
+
+    >>> print(paraphrase_text(0.29, 0.5, ("k1", "b")))  # doctest: +NORMALIZE_WHITESPACE
+    Kept as close paraphrases: the passages hold at most 29% of the question's words (50% otherwise),
+    and none mentions "k1" or "b". Check that they answer what you asked.
+    """
+    words = " or ".join(f'"{w}"' for w in missing[:4])
+    lacking = f", and none mentions {words}" if words else ""
+    return (f"Kept as close paraphrases: the passages hold at most {best:.0%} of the question's words "
+            f"({min_support:.0%} otherwise){lacking}. Check that they answer what you asked.")
+
+
 @dataclass(frozen=True)
 class SupportRule:
     """The support test: the share of the question's words a passage must hold, by its distance.
@@ -124,12 +139,27 @@ class Gated:
     closest: Candidate | None  # the nearest candidate by cosine distance, whatever its verdict
     rule: SupportRule = NO_SUPPORT_TEST
     failed: str | None = None  # the test a refusal failed: EMPTY, DISTANCE or SUPPORT; None when kept
-    missing: tuple[str, ...] = ()  # for SUPPORT: the question's words no passage under the threshold holds
+    # For SUPPORT: the question's words no passage under the threshold holds. For an answer kept only as
+    # close paraphrases (`paraphrase_note`): the words no kept passage holds.
+    missing: tuple[str, ...] = ()
     closest_supported: Candidate | None = None  # the nearest candidate that passes the support test
 
     @property
     def kept(self) -> list[Candidate]:
         return [c for c, v in zip(self.candidates, self.verdicts) if v == KEPT]
+
+    @property
+    def paraphrase_only(self) -> bool:
+        """Answered, but every kept passage holds less than the full support (each was kept as a close
+        paraphrase, `SupportRule.close_support`): the answer carries `paraphrase_note`."""
+        kept = self.kept
+        return bool(kept) and all(c.support + 1e-9 < self.rule.min_support for c in kept)
+
+    @property
+    def paraphrase_note(self) -> str | None:
+        if not self.paraphrase_only:
+            return None
+        return paraphrase_text(max(c.support for c in self.kept), self.rule.min_support, self.missing)
 
     @property
     def needed_threshold(self) -> float | None:
@@ -167,6 +197,9 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
             missing = tuple(w for w in result.terms if w in lacking)
             best = max(near, key=lambda c: c.support)
             refusal = unsupported_text(threshold, result.question, missing[:4], best.support, rule.needed_by(best))
+    elif all(c.support + 1e-9 < rule.min_support for c in kept):  # kept as close paraphrases only
+        lacking = set.intersection(*(set(c.missing) for c in kept))
+        missing = tuple(w for w in result.terms if w in lacking)
     return Gated(question=result.question, threshold=threshold, max_chunks=max_chunks,
                  candidates=result.candidates, verdicts=verdicts, citations=cite(kept), refusal=refusal,
                  closest=closest, rule=rule, failed=failed, missing=missing,

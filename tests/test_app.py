@@ -508,6 +508,20 @@ def test_a_question_naming_what_the_folder_never_mentions_is_refused_and_says_wh
     assert set(table(at)["verdict"]) <= {rag.UNSUPPORTED, rag.OVER}
 
 
+def test_an_answer_kept_only_as_close_paraphrases_says_so_and_names_what_is_missing(engine):
+    """A near miss (the folder explains BM25 but never gives k1 and b) is answered from close passages
+    holding a third of its words; the answer says so, and which words no passage holds."""
+    at = app().run()
+    at.chat_input[0].set_value("What values of k1 and b does the BM25 ranking use?").run()
+    assert not at.exception, at.exception
+    assert citations(at)
+    note = [plain(c.value) for c in at.caption if "Kept as close paraphrases" in plain(c.value)]
+    assert len(note) == 1 and '"k1"' in note[0] and "Check that they answer what you asked" in note[0], note
+    at.chat_input[0].set_value("How many commands does set-up take?").run()  # held in full: no such note
+    assert not at.exception, at.exception
+    assert sum("Kept as close paraphrases" in plain(c.value) for c in at.caption) == 1
+
+
 def test_an_upload_reply_survives_the_start_of_a_run_and_is_sent_once():
     """The reply telling the browser where to upload a dropped file outlives the queue clearing a new run
     does (a question asked at the moment of a drop); Streamlit's own clear drops it, which is why. Once

@@ -429,3 +429,20 @@ def test_why_not_found_says_when_the_support_test_stopped_a_passage(make_engine,
     d = why_not_found(engine, turn.result, turn.gated, needle)
     assert d.verdict == UNSUPPORTED_OUT
     assert "internet" in d.message and "support test" in d.message
+
+
+# A passage kept only through the close relaxation may be a paraphrase or a near miss: about the question's
+# subject without what it asks (the folder explains BM25 but never gives k1 and b). Such an answer carries
+# a note naming the words no kept passage holds; one that holds the question's words in full does not.
+def test_an_answer_kept_only_as_close_paraphrases_carries_a_note(sample_engine):
+    near = sample_engine.ask("What values of k1 and b does the BM25 ranking use?")
+    g = near.gated
+    assert g.kept and g.paraphrase_only
+    assert all(c.support < g.rule.min_support and c.distance <= g.rule.close for c in g.kept)
+    assert {"k1", "b"} <= set(g.missing) and '"k1"' in g.paraphrase_note
+    assert f"{max(c.support for c in g.kept):.0%} of the question's words" in g.paraphrase_note
+    held = sample_engine.ask("How many commands does set-up take?").gated
+    assert held.kept and any(c.support >= held.rule.min_support for c in held.kept)
+    assert not held.paraphrase_only and held.paraphrase_note is None
+    refused = sample_engine.ask("What is the capital of Peru?").gated
+    assert refused.refusal and refused.paraphrase_note is None
