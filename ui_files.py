@@ -6,8 +6,9 @@
   the rest show in the queue panel. `wait_for()`: a question asked with its attachment, or right after a
   drop (`unfinished_uploads`), waits for those files.
 - `keep_upload_replies()`: keeps a drop from being lost when a question or page switch follows at once.
-- `queue_panel()` / `indexing_note()`: fragments that rerun every second on their own (not the page) and
-  show the queue: each file's state and progress, cancel, retry, and how many files are still waiting.
+- `queue_panel()` / `indexing_note()`: fragments that rerun on their own (not the page), every second
+  while files are being indexed and every few seconds otherwise, and show the queue: each file's state and
+  progress, cancel, retry, and how many files are still waiting.
 
 Not here: saving or indexing itself (the engine's: `Engine.save_upload`, `Engine.enqueue`, its queue).
 """
@@ -151,10 +152,23 @@ STATE_ICON = {"queued": ":material/schedule:", "extracting": ":material/descript
               "cancelled": ":material/block:", "removed": ":material/delete:"}
 
 
-@st.fragment(run_every=1.0)
+# How often the live panels redraw themselves: every second while files are indexed; when nothing is, only
+# often enough to notice files the folder watcher queued (each redraw is a rerun of the fragment and a
+# message to the browser: at one a second, an idle open tab kept the server busy for nothing).
+BUSY_EVERY, IDLE_EVERY = 1.0, 5.0
+
+
+def _every(ws: Workspace) -> float:
+    return BUSY_EVERY if ws.engine.indexing() else IDLE_EVERY
+
+
 def queue_panel(ws: Workspace, recent: int = 12) -> None:
-    """The queue, redrawn every second by itself while the person chats: files waiting or running (with
-    progress and a cancel button), failures (with their reason and a retry), the last files finished."""
+    """The queue, redrawn by itself while the person chats: files waiting or running (with progress and a
+    cancel button), failures (with their reason and a retry), the last files finished."""
+    st.fragment(run_every=_every(ws))(_queue_panel)(ws, recent)
+
+
+def _queue_panel(ws: Workspace, recent: int) -> None:
     engine = ws.engine
     items = engine.queue.items()
     active = [i for i in items if i.active]
@@ -183,16 +197,20 @@ def queue_panel(ws: Workspace, recent: int = 12) -> None:
     for item in done:
         show = st.success if item.state == "indexed" else st.info
         show(md_escape(item.label()), icon=STATE_ICON[item.state])
-    # When the queue empties, the whole page redraws once: counts and the library are up to date.
+    # When the queue empties, the whole page redraws once: counts and the library are up to date. When it
+    # fills (files the watcher found), too: the panels then redraw every second.
     was_busy = st.session_state.get("queue_busy", False)
     st.session_state["queue_busy"] = bool(active)
-    if was_busy and not active:
+    if was_busy != bool(active):
         st.rerun(scope="app")
 
 
-@st.fragment(run_every=1.0)
 def indexing_note(ws: Workspace) -> None:
     """One line in the chat while files are still being indexed."""
+    st.fragment(run_every=_every(ws))(_indexing_note)(ws)
+
+
+def _indexing_note(ws: Workspace) -> None:
     n = ws.engine.indexing()
     if n:
         st.caption(f":material/hourglass_top: {n} file{'s are' if n != 1 else ' is'} still being indexed; "

@@ -94,7 +94,7 @@ def show(calibration: cal.Calibration) -> None:
         st.subheader(f"Language: {lang}")
         base = alt.Chart(finite).mark_bar(opacity=0.6).encode(
             x=alt.X("evidence:Q", bin=alt.Bin(step=0.025), title="distance at which it would get an answer"),
-            y=alt.Y("count():Q", stack=None, title="questions"),
+            y=alt.Y("count():Q", stack=None, title="questions", axis=alt.Axis(tickMinStep=1, format="d")),
             color=alt.Color("kind:N", title="question", scale=alt.Scale(domain=kinds, range=colours)),
             tooltip=["kind", "count()"],
         )

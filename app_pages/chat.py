@@ -196,8 +196,8 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
     } for c, v in zip(gated.candidates, gated.verdicts)]
     frame = pd.DataFrame(rows, columns=["fused", "score", "dense", "BM25", "distance", "margin", "support", "lacks",
                                         "document", "section", "preview", "verdict"])
-    for col in ("dense", "BM25"):  # ranks with gaps (not in that side's top N) stay integers
-        frame[col] = frame[col].astype("Int64")
+    for col in ("dense", "BM25"):  # a side that did not return the row: a dash (a null cell would read "None")
+        frame[col] = [str(int(r)) if pd.notna(r) else "–" for r in frame[col]]
     colours = [VERDICT_COLOUR[v] for v in gated.verdicts]
     styled = frame.style.apply(lambda col: colours, axis=0, subset=["verdict", "distance", "margin", "support"])
     top = max([1.0] + [c.distance for c in gated.candidates])
@@ -206,10 +206,10 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
                                                width="small"),
         "score": st.column_config.NumberColumn("score", format="%.3f", width="small",
                                                help=FUSED_HELP.get(result.fusion, "The fused score")),
-        "dense": st.column_config.NumberColumn("dense", format="%d", width="small",
-                                               help="Rank by cosine distance (empty: not in the dense top N)"),
-        "BM25": st.column_config.NumberColumn("BM25", format="%d", width="small",
-                                              help="Rank by BM25 keyword score (empty: no matching words)"),
+        "dense": st.column_config.TextColumn("dense", width="small",
+                                             help="Rank by cosine distance (–: not in the dense top N)"),
+        "BM25": st.column_config.TextColumn("BM25", width="small",
+                                            help="Rank by BM25 keyword score (–: not in BM25's top N)"),
         "distance": st.column_config.ProgressColumn(
             f"distance (≤ {gated.threshold:.3f} passes)", min_value=0.0, max_value=top, format="%.3f",
             help=f"Cosine distance to the question (0 = same meaning). Threshold {gated.threshold:.3f}."),
@@ -272,7 +272,7 @@ def citation_cards(turn_no: int, gated: rag.Gated, numbers: set[int] | None = No
                        help=ui.md_escape((engine.folder / c.doc_name).resolve().as_uri() + c.fragment))
             st.page_link(ui.VIEWER_PAGE, label=f"[{c.n}] Open {c.doc_name} at the passage ({c.fragment})",
                          icon=":material/open_in_new:", query_params=ui.viewer_params(c))
-            st.text(c.quote)
+            st.text(rag.unwrap(c.quote))  # a PDF's wrapped lines as prose; its words exactly
 
 
 def render_turn(turn_no: int, turn: dict, live: bool) -> None:

@@ -33,7 +33,7 @@ st.markdown(
     f"· folder languages: {ui.md_escape(languages)}")
 calibration = engine.calibrated()
 if calibration is not None:
-    st.markdown("**Threshold**: " + " · ".join(
+    st.markdown("**Calibrated threshold**: " + " · ".join(
         ui.md_escape(c.describe()) for c in calibration.languages.values()))
     if engine.settings.threshold is not None or engine.settings.language_thresholds:
         st.caption(ui.md_escape(f"Set in the settings, and used instead: threshold {engine.settings.threshold}, "

@@ -30,7 +30,7 @@ from rag.answer import (Answer, ChosenSentence, ExtractiveGenerator, Generator, 
                         answer, build_prompt, make_generator)
 from rag.citations import NO_ANSWER_SENTENCE, CitationCheck, check_citations  # noqa: E402
 from rag.followup import followup_query, is_followup  # noqa: E402
-from rag.chunk import Chunk, Strategy, chunk_document, strategy  # noqa: E402
+from rag.chunk import Chunk, Strategy, chunk_document, strategy, unwrap  # noqa: E402
 from rag.embed import Embedder, count_tokens, load_embedder  # noqa: E402
 from rag.engine import Engine, LibraryStats, ThresholdChoice, Turn  # noqa: E402
 from rag.indexer import FileOutcome, SyncReport  # noqa: E402
@@ -55,5 +55,5 @@ __all__ = [
     "ExtractionError", "Extracted", "ExtractiveGenerator", "FileOutcome", "Gated", "Generator", "KEPT",
     "LibraryStats", "OVER", "SearchResult", "Settings", "Stamp", "StoreError", "Strategy", "SyncReport", "Turn",
     "UploadConflict", "UploadError", "answer", "chunk_document", "count_tokens", "extract", "extract_bytes", "gate",
-    "load_embedder", "load_settings", "refusal_text", "rrf", "safe_name", "strategy", "Fused", "fuse",
+    "load_embedder", "load_settings", "refusal_text", "rrf", "safe_name", "strategy", "unwrap", "Fused", "fuse",
 ]

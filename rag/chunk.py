@@ -178,6 +178,7 @@ def sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[i
 # A line break that only wraps a sentence: the line before does not end one, the next goes on in lower case.
 # Blank lines count too: a PDF that draws each line as a block of its own comes out with a blank line between.
 _WRAP = re.compile(r"[^.!?…:;\s][ \t]*\n(?:[ \t]*\n)?[ \t]*[a-zà-ÿ]")
+_WRAP_GAP = re.compile(r"(?<=[^.!?…:;\s])[ \t]*\n(?:[ \t]*\n)?[ \t]*(?=[a-zà-ÿ])")
 
 
 def prose_sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
@@ -202,6 +203,16 @@ def prose_sentences(text: str, start: int = 0, end: int | None = None) -> list[t
         else:
             out.append((s, e))
     return out
+
+
+def unwrap(text: str) -> str:
+    r"""`text` with each line break that only wraps a sentence (as `prose_sentences` finds them) made one space,
+    for showing a passage as prose; other line breaks (headings, list items, paragraphs) stay.
+
+    >>> unwrap("Why it refuses\n\nWhen nothing is close, it does not write an answer\n\nfrom weaker material.")
+    'Why it refuses\n\nWhen nothing is close, it does not write an answer from weaker material.'
+    """
+    return _WRAP_GAP.sub(" ", text)
 
 
 def _hard_cuts(text: str, s: int, e: int, budget: int) -> list[tuple[int, int]]:

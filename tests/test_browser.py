@@ -661,3 +661,22 @@ def test_queue_question_right_after_a_drop_then_answered_from_it(page, server, t
     page.wait_for_timeout(3000)
     late = [t for t in resent if t >= quiet_from]
     assert len(late) < 3, f"the upload reply was sent again {len(late)} times in 3 s ({len(resent)} in all)"
+
+
+def test_an_idle_page_polls_slowly_and_still_shows_a_file_another_program_wrote(page, server):
+    """The live panels redraw every second only while files are being indexed: an idle open tab asked the
+    server for two reruns a second, for nothing. Idle, they still notice a file the watcher queued."""
+    open_app(page, server["url"])
+    expect(sidebar(page).get_by_text(re.compile(r"Indexing · \d+ files? to go"))).to_have_count(0, timeout=QUEUE_TIMEOUT * 1000)
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    sent: list[float] = []  # the browser's messages to the server: each panel redraw is one
+    cdp.on("Network.webSocketFrameSent", lambda e: sent.append(time.monotonic()))
+    start = time.monotonic()
+    page.wait_for_timeout(10_000)  # Playwright waits (not time.sleep), so that the events are delivered
+    idle = [t for t in sent if t >= start]
+    assert len(idle) <= 8, f"{len(idle)} rerun requests in 10 s of idling (one a second per panel was 20)"
+    name = "written-by-another-program.md"
+    (server["folder"] / name).write_text("# Kiln log\n\nThe kiln in the pottery shed is fired every second Tuesday.\n",
+                                         encoding="utf-8")
+    expect(sidebar_alert(page, f"{name}: indexed, 1 chunk")).to_be_visible(timeout=30_000)
