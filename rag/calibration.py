@@ -185,15 +185,17 @@ class Calibration:
         values = [c.threshold for c in self.languages.values()]
         return min(values) if values else None
 
-    def describe(self, lang: str) -> str:
+    def describe(self, lang: str | None) -> str:
+        """What the value used for a question language means (None: before any question)."""
         if lang in self.languages:
             return self.languages[lang].describe()
         if not self.languages:
             return "not calibrated: nothing is indexed"
         strict = min(self.languages.values(), key=lambda c: c.threshold)
+        head = "no question yet" if lang is None else "language unclear"
         if len({c.threshold for c in self.languages.values()}) == 1:
-            return f"language unclear; every language has the same value: {strict.describe()}"
-        return f"language unclear, so the strictest calibrated value: {strict.describe()}"
+            return f"{head}; every language has the same value: {strict.describe()}"
+        return f"{head}, so the strictest calibrated value: {strict.describe()}"
 
     def to_json(self) -> dict:
         return {"fingerprint": self.fingerprint, "min_support": self.min_support, "computed_at": self.computed_at,

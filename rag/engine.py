@@ -301,7 +301,8 @@ class Engine:
         `language_thresholds` for its language; the `threshold` setting; the folder's calibration for its
         language; the default (nothing indexed yet). `lang`: the question's language when known (else
         detected)."""
-        lang = question_language(question) if lang is None else lang
+        if lang is None:  # before any question (an empty one) no language is known, nor unclear
+            lang = question_language(question) if question.strip() else None
         s = self.settings
         # While files are being indexed the folder changes every few seconds: keep the last calibration
         # rather than recompute it for each question; it is recomputed once the queue empties.
