@@ -177,8 +177,7 @@ def sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[i
 
 # A line break that only wraps a sentence: the line before does not end one, the next goes on in lower case.
 # Blank lines count too: a PDF that draws each line as a block of its own comes out with a blank line between.
-_WRAP = re.compile(r"[^.!?…:;\s][ \t]*\n(?:[ \t]*\n)?[ \t]*[a-zà-ÿ]")
-_WRAP_GAP = re.compile(r"(?<=[^.!?…:;\s])[ \t]*\n(?:[ \t]*\n)?[ \t]*(?=[a-zà-ÿ])")
+_WRAP = re.compile(r"(?<=[^.!?…:;\s])[ \t]*\n(?:[ \t]*\n)?[ \t]*(?=[a-zà-ÿ])")
 
 
 def prose_sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
@@ -198,7 +197,7 @@ def prose_sentences(text: str, start: int = 0, end: int | None = None) -> list[t
     spans = sentences(text, start, end)
     out: list[tuple[int, int]] = []
     for s, e in spans:
-        if out and _WRAP.fullmatch(text, out[-1][1] - 1, s + 1):
+        if out and (m := _WRAP.match(text, out[-1][1])) and m.end() == s:  # the gap between them is a wrap
             out[-1] = (out[-1][0], e)
         else:
             out.append((s, e))
@@ -212,7 +211,7 @@ def unwrap(text: str) -> str:
     >>> unwrap("Why it refuses\n\nWhen nothing is close, it does not write an answer\n\nfrom weaker material.")
     'Why it refuses\n\nWhen nothing is close, it does not write an answer from weaker material.'
     """
-    return _WRAP_GAP.sub(" ", text)
+    return _WRAP.sub(" ", text)
 
 
 def _hard_cuts(text: str, s: int, e: int, budget: int) -> list[tuple[int, int]]:

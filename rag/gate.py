@@ -106,6 +106,10 @@ class SupportRule:
     def passes(self, c: Candidate) -> bool:
         return c.support + 1e-9 >= self.needed_by(c)
 
+    def holds_in_full(self, c: Candidate) -> bool:
+        """It holds the full share of the question's words, not only a close paraphrase's."""
+        return c.support + 1e-9 >= self.min_support
+
 
 NO_SUPPORT_TEST = SupportRule()
 
@@ -153,7 +157,7 @@ class Gated:
         """Answered, but every kept passage holds less than the full support (each was kept as a close
         paraphrase, `SupportRule.close_support`): the answer carries `paraphrase_note`."""
         kept = self.kept
-        return bool(kept) and all(c.support + 1e-9 < self.rule.min_support for c in kept)
+        return bool(kept) and not any(self.rule.holds_in_full(c) for c in kept)
 
     @property
     def paraphrase_note(self) -> str | None:
@@ -197,7 +201,7 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
             missing = tuple(w for w in result.terms if w in lacking)
             best = max(near, key=lambda c: c.support)
             refusal = unsupported_text(threshold, result.question, missing[:4], best.support, rule.needed_by(best))
-    elif all(c.support + 1e-9 < rule.min_support for c in kept):  # kept as close paraphrases only
+    elif not any(rule.holds_in_full(c) for c in kept):  # kept as close paraphrases only
         lacking = set.intersection(*(set(c.missing) for c in kept))
         missing = tuple(w for w in result.terms if w in lacking)
     return Gated(question=result.question, threshold=threshold, max_chunks=max_chunks,
