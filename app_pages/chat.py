@@ -256,6 +256,8 @@ def fusion_note(result: rag.SearchResult) -> str:
     if w["dense"] < w["bm25"]:
         note += (" (the embedding model does not read this question's language, and the folder holds text in it: "
                  "BM25 decides, the dense side breaks near-ties)")
+    if result.feedback_note:
+        note += ". " + result.feedback_note
     return note
 
 

@@ -16,6 +16,7 @@ Steps, each a subcommand:
 - `lexical`: the BM25 side alone on the same development questions, with each analyzer step switched
   off in turn (stopwords, stemming, accent folding, whole-code tokens, numbers) and other BM25 variants.
 - `nfcorpus`: fusion rules on NFCorpus's dev split through `rag.beir.run_beir` (the app's search);
+  `--rules feedback`: the feedback settings instead (passages, and rag.search's FEEDBACK_* one at a time);
   `--split test`: the app before and after on the test split, with a paired sign test.
 - `report`: the chosen defaults through `Engine.search` itself on the held-out SQuAD half (and the
   sample set, which has no held-out half), with Wilson intervals and paired sign tests, before vs after;
@@ -102,7 +103,7 @@ def collect(out: Path, n: int = 20) -> None:
             # The app's ranking before this change: RRF (k = 60), BM25 weighed 1.3 on a folder most of whose
             # text is in a language the model does not read, 1 elsewhere.
             before = hybrid_search(question, embedder=embedder, snapshot=snap, vector=qv,
-                                   settings=settings.replace(fusion="rrf", rrf_k=60),
+                                   settings=settings.replace(fusion="rrf", rrf_k=60, feedback=0),
                                    weights={"dense": 1.0, "bm25": 1.3 if uncovered else 1.0})
             before_rank = next((c.fused_rank for c in before.candidates if snap.pos[c.chunk_id] in holders), None)
             records.append({
@@ -295,9 +296,10 @@ def lexical(out: Path) -> None:
             f"{g} {recall(by[g], 1):.3f}/{recall(by[g], 4):.3f}" for g in groups))
 
 
-def nfcorpus(out: Path, split: str = "dev") -> None:
+def nfcorpus(out: Path, split: str = "dev", rule_set: str = "fusion") -> None:
     """Fusion rules on NFCorpus's dev split, through `run_beir` (the app's search over a snapshot of the
-    corpus). Needs the vector cache bench/beir_nfcorpus.py writes."""
+    corpus); `rule_set` "feedback": the feedback settings instead of the fusion rules. Needs the vector
+    cache bench/beir_nfcorpus.py writes."""
     from rag.beir import beir_chunks, load_beir, run_beir
     from rag.chunk import strategy
 
@@ -306,15 +308,26 @@ def nfcorpus(out: Path, split: str = "dev") -> None:
     data = load_beir(NFCORPUS, split)
     ch = beir_chunks(data, strategy("E", base.chunk_budget))
     lex = LexicalIndex.build(ch.texts, ["en"] * len(ch.texts), k1=base.bm25_k1, b=base.bm25_b)
-    rules = [("rrf k=60 1:1 (before)", dict(fusion="rrf", dense_weight=1.0, bm25_weight=1.0))]
+    rules = [("rrf k=60 1:1 (before)", dict(fusion="rrf", dense_weight=1.0, bm25_weight=1.0, feedback=0)),
+             ("zscore 0.6, no feedback", dict(feedback=0))]
     if split == "test":  # the held-out split: only the app before and after, compared per query
         rules.append(("shipped defaults (after)", {}))
+    elif rule_set == "feedback":  # feedback passages, and the rag.search.FEEDBACK_* constants one at a time
+        rules += [(f"feedback {k}", dict(feedback=k)) for k in (3, 5, 10)]
+        rules += [(f"feedback 5, {name} {v}", dict(feedback=5, **{const: v})) for name, const, vs in (
+            ("words", "FEEDBACK_TERMS", (0, 5, 20)), ("own share", "FEEDBACK_OWN", (0.3, 0.7, 1.0)),
+            ("dense", "FEEDBACK_DENSE", (0.0, 0.5, 2.0))) for v in vs]
     else:
-        rules += [(f"rrf k={k} 1:1", dict(fusion="rrf", rrf_k=k, dense_weight=1.0, bm25_weight=1.0)) for k in (20, 100)]
-        rules += [(f"{m} dense={a}", dict(fusion=m, dense_weight=a, bm25_weight=round(1 - a, 2)))
+        rules += [(f"rrf k={k} 1:1", dict(fusion="rrf", rrf_k=k, dense_weight=1.0, bm25_weight=1.0, feedback=0))
+                  for k in (20, 100)]
+        rules += [(f"{m} dense={a}", dict(fusion=m, dense_weight=a, bm25_weight=round(1 - a, 2), feedback=0))
                   for m in ("zscore", "minmax") for a in (0.4, 0.5, 0.6, 0.7)]
     rows, per_query = [], {}
+    shipped = {c: getattr(rag.search, c) for c in ("FEEDBACK_TERMS", "FEEDBACK_OWN", "FEEDBACK_DENSE")}
     for name, kw in rules:
+        kw = dict(kw)
+        for c in shipped:  # a constant under test, or the shipped value
+            setattr(rag.search, c, kw.pop(c, shipped[c]))
         run = run_beir(NFCORPUS, embedder, base.replace(**kw), split=split, cache=out, data=data, lexical=lex)
         m, t = run.metrics["hybrid"], run.tests
         print(f"  {name:<24} nDCG@10 {m['ndcg@10']:.4f}  R@100 {m['recall@100']:.4f}  vs dense "
@@ -324,7 +337,11 @@ def nfcorpus(out: Path, split: str = "dev") -> None:
     if split == "test":
         after, before = per_query["shipped defaults (after)"], per_query["rrf k=60 1:1 (before)"]
         print(f"  after vs before, per-query nDCG@10: {sign_test(after, before)}")
-    (out / f"fusion-nfcorpus-{split}.json").write_text(json.dumps(rows, indent=1))
+        print(f"  after vs the same without feedback: {sign_test(after, per_query['zscore 0.6, no feedback'])}")
+    for c, v in shipped.items():
+        setattr(rag.search, c, v)
+    suffix = "-feedback" if rule_set == "feedback" and split != "test" else ""
+    (out / f"fusion-nfcorpus-{split}{suffix}.json").write_text(json.dumps(rows, indent=1))
 
 
 def _cell(r: dict) -> str:
@@ -391,12 +408,13 @@ if __name__ == "__main__":
     p.add_argument("--out", default=str(ROOT / "bench" / "out"))
     p.add_argument("--md", help="report: also write the Markdown tables here")
     p.add_argument("--split", default="dev", help="nfcorpus: dev (the rules) or test (before vs after)")
+    p.add_argument("--rules", default="fusion", choices=("fusion", "feedback"), help="nfcorpus dev: which grid")
     a = p.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     if a.step == "report":
         report(out, Path(a.md) if a.md else None)
     elif a.step == "nfcorpus":
-        nfcorpus(out, a.split)
+        nfcorpus(out, a.split, a.rules)
     else:
         {"collect": collect, "choose": choose, "lexical": lexical, "nfcorpus": nfcorpus}[a.step](out)

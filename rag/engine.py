@@ -37,7 +37,7 @@ from rag.lexical import question_language
 from rag.llm import LLMError
 from rag.library import VISIBLE, DocRecord, Stamp, mark_index_dir
 from rag.queue import FolderWatcher, QueueItem
-from rag.search import SearchResult, Snapshot, hybrid_search, question_weights
+from rag.search import FEEDBACK_RULE, SearchResult, Snapshot, hybrid_search, question_weights
 from rag.settings import DEFAULT_THRESHOLD, Settings
 from rag.uploads import save_upload
 from rag.viewer import Located, ViewerError, locate
@@ -252,7 +252,7 @@ class Engine:
         question sets and the indexed content. The same fingerprint means the stored calibration holds."""
         s = self.settings
         key = [self.embedder.name, self.embedder.dimension, self.strategy.version, s.candidates, s.rrf_k, s.bm25_k1,
-               s.bm25_b, s.fusion, s.dense_weight, s.dense_weight_unread, s.bm25_weight, tuple(self.embedder.languages),
+               s.bm25_b, s.fusion, s.feedback, FEEDBACK_RULE, s.dense_weight, s.dense_weight_unread, s.bm25_weight, tuple(self.embedder.languages),
                sorted(self._languages), self._main_language(), s.min_support, s.close_support, s.calibration_budget,
                s.calibration_floor, s.calibration_ceiling, questions_digest(), GATE_RULES, self.indexer.content_key]
         return hashlib.sha1(repr(key).encode("utf-8")).hexdigest()

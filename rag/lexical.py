@@ -21,7 +21,7 @@ import functools
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -260,6 +260,10 @@ class LexicalIndex:
                 return False
         return True
 
+    def known(self, token: str) -> bool:
+        """True when some chunk holds this analysed token."""
+        return self._df(token) > 0
+
     def idf(self, token: str) -> float:
         """BM25's idf, ln(1 + (N - df + 0.5) / (df + 0.5)); a token no chunk holds gets df = 0."""
         return float(np.log(1.0 + (self.size - self._df(token) + 0.5) / (self._df(token) + 0.5)))
@@ -278,10 +282,23 @@ class LexicalIndex:
         sc = self._bm25.scores
         return bool(np.any(sc["indices"][sc["indptr"][j]:sc["indptr"][j + 1]] == position))
 
-    def top(self, question: str, n: int, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
+    def weighted_scores(self, weights: Mapping[str, float], mask: np.ndarray | None = None) -> np.ndarray:
+        """BM25 of a weighted bag of analysed tokens: sum over tokens of weight * the token's BM25 score
+        (`scores` is the case where every token of a question weighs 1). Unknown tokens add nothing."""
+        out = np.zeros(self.size, dtype=np.float32)
+        if self._bm25 is None:
+            return out
+        for token, w in weights.items():
+            if w and token in self._bm25.vocab_dict:
+                out += np.float32(w) * np.asarray(self._bm25.get_scores([token]), dtype=np.float32)
+        return out * mask if mask is not None else out
+
+    def top(self, question: str | Mapping[str, float], n: int,
+            mask: np.ndarray | None = None) -> list[tuple[int, float]]:
         """Best n positions with score > 0 (a query of unknown words matches nothing), best first; equal
-        scores in index order, as the dense side orders equal distances, so every run ranks ties alike."""
-        s = self.scores(question, mask)
+        scores in index order, as the dense side orders equal distances, so every run ranks ties alike.
+        `question`: its text, or a weighted bag of analysed tokens (`weighted_scores`)."""
+        s = self.scores(question, mask) if isinstance(question, str) else self.weighted_scores(question, mask)
         if not s.size or n <= 0:
             return []
         n = min(n, s.size)

@@ -59,6 +59,10 @@ class Settings:
     dense_weight: float = 0.6
     bm25_weight: float = 0.4
     dense_weight_unread: float = 0.1
+    # Pseudo-relevance feedback: the first ranking's best `feedback` passages stay first, and both sides
+    # search again from them to order the rest (rag.search.feedback); 0 turns it off. Distances, support
+    # and the gate stay the question's. 5 chosen on NFCorpus's dev split (3: .347, 5: .351, 10: .345).
+    feedback: int = 5
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     # The cosine distance a passage must be at or under. None (the default): calibrated on the folder, per
@@ -194,6 +198,8 @@ def _coerce(s: Settings) -> Settings:
         raise ValueError(f"fusion must be one of 'rrf', 'minmax', 'zscore', got {out.fusion!r}")
     if min(out.dense_weight, out.bm25_weight, out.dense_weight_unread) < 0:
         raise ValueError("dense_weight, bm25_weight and dense_weight_unread must not be negative")
+    if out.feedback < 0:
+        raise ValueError("feedback must be 0 (off) or a number of passages")
     if out.max_chunks < 1 or out.candidates < 1:
         raise ValueError("max_chunks and candidates must be at least 1")
     if not 0.0 <= out.close_support <= out.min_support <= 1.0 or not 0.0 <= out.calibration_budget < 1.0:

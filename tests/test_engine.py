@@ -80,8 +80,12 @@ def test_every_candidate_has_ranks_and_a_distance(sample_engine):
     for c in bm25_only:  # their distance comes from the stored vector
         v = sample_engine.store.vectors([c.chunk_id])[c.chunk_id]
         assert abs(c.distance - (1 - float(q @ v))) < 1e-5
-    fused = [c.fused_score for c in result.candidates]
-    assert fused == sorted(fused, reverse=True)
+    # Fused scores fall within each ranking: the question's own (rows 1..kept_first) and feedback's (the rest).
+    k = result.kept_first
+    assert 0 < k < len(result.candidates)
+    for part in (result.candidates[:k], result.candidates[k:]):
+        fused = [c.fused_score for c in part]
+        assert fused == sorted(fused, reverse=True)
 
 
 # --- the gate -----------------------------------------------------------------------------------------

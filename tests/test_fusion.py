@@ -1,14 +1,19 @@
 """The fusion rule (rag.search): each fusion on edge inputs (a side empty, ties, a candidate only one side
 found), the per-question weights, and the rule as the engine applies it on real parts (MiniLM, Chroma on
 disk): the weights follow the question's language, and every candidate carries both ranks, both
-normalised scores and the fused score they add up to.
+normalised scores and the fused score they add up to. Feedback: the first ranking's best rows stay as
+found, the rest follow a second search from them, and every distance stays the question's own.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from rag.search import FUSIONS, fuse, fused_order, normalise, question_weights
+import numpy as np
+
+from rag.gate import gate
+from rag.lexical import analyze_query
+from rag.search import FEEDBACK_DENSE, FEEDBACK_OWN, FUSIONS, feedback, fuse, fused_order, normalise, question_weights
 from rag.settings import Settings
 
 DENSE = [("a", 0.9), ("b", 0.6), ("c", 0.3)]  # (id, cosine similarity), best first
@@ -166,3 +171,59 @@ def test_the_engine_weighs_each_question_by_its_language_and_explains_every_cand
     # Rank fusion stays available as a setting: same candidates' ranks, no normalised scores.
     rrf_result = engine.search("How many days do I have to return something?", settings=s.replace(fusion="rrf"))
     assert rrf_result.fusion == "rrf" and all(c.dense_norm is None for c in rrf_result.candidates)
+
+
+QUESTION = "How does the app decide to refuse a question?"
+
+
+def test_feedback_keeps_the_best_rows_and_orders_the_rest_by_a_second_search(sample_engine):
+    s = sample_engine.settings
+    assert s.feedback == 5
+    snap = sample_engine.snapshot
+    off = sample_engine.search(QUESTION, settings=s.replace(feedback=0))
+    on = sample_engine.search(QUESTION)
+    assert off.kept_first == len(off.candidates) == s.candidates and off.expansion == () and off.feedback_note == ""
+    assert on.kept_first == 5 and len(on.candidates) == s.candidates
+    assert [c.chunk_id for c in on.candidates[:5]] == [c.chunk_id for c in off.candidates[:5]]
+    assert [c.chunk_id for c in on.candidates[5:]] != [c.chunk_id for c in off.candidates[5:]]
+    qv = sample_engine.embedder.embed_batch([QUESTION])[0]
+    # Rows after the fifth: their dense rank is their place in a scan with the question's vector moved
+    # toward the five rows' mean; every row's distance is still to the question itself.
+    moved = qv + FEEDBACK_DENSE * snap.vectors[[snap.pos[c.chunk_id] for c in on.candidates[:5]]].mean(axis=0)
+    order = list(np.argsort(-(snap.vectors @ (moved / np.linalg.norm(moved))), kind="stable"))
+    for c in on.candidates:
+        assert c.distance == pytest.approx(1 - float(snap.vectors[snap.pos[c.chunk_id]] @ qv), abs=1e-5)
+    for c in on.candidates[5:]:
+        if c.dense_rank is not None:
+            assert order.index(snap.pos[c.chunk_id]) + 1 == c.dense_rank
+    # The words feedback added: none of the question's own, each written in one of the five rows.
+    kept_text = " ".join(snap.chunks[snap.pos[c.chunk_id]].text.lower() for c in on.candidates[:5])  # header too
+    assert on.expansion and all(w in kept_text for w in on.expansion)
+    assert not set(on.expansion) & {"app", "decide", "refuse", "question"}
+    assert on.feedback_note.startswith("Rows 6–20 were ordered by a second search from rows 1–5")
+    # Feedback does not touch what answers: the same four passages are kept.
+    choice = sample_engine.threshold_choice(QUESTION)
+    kept = [[c.chunk_id for c in gate(r, choice.value, s.max_chunks, choice.rule).kept] for r in (on, off)]
+    assert kept[0] and kept[0] == kept[1]
+
+
+def test_feedback_gives_the_question_own_words_half_of_the_bm25_query(sample_engine):
+    snap = sample_engine.snapshot
+    qv = sample_engine.embedder.embed_batch([QUESTION])[0]
+    first = sample_engine.search(QUESTION, settings=sample_engine.settings.replace(feedback=0))
+    rows = [snap.pos[c.chunk_id] for c in first.candidates[:5]]
+    vector, bag, added = feedback(snap, QUESTION, qv, rows)
+    assert np.linalg.norm(vector) == pytest.approx(1.0, abs=1e-5)
+    assert sum(bag.values()) == pytest.approx(1.0)
+    own = [t for t in analyze_query(QUESTION, snap.lexical.languages) if snap.lexical.known(t)]
+    assert {"app", "decid", "refus", "question"} <= set(own) <= set(bag)
+    assert sum(bag[t] for t in own) >= FEEDBACK_OWN  # half, plus whatever the rows lend to the same words
+    assert len(added) <= 10 and all(w == w.lower() for w in added)
+
+
+def test_feedback_off_or_negative(tmp_path):
+    from rag import load_settings
+
+    assert load_settings(config=tmp_path / "none.toml", env={"RAG_FEEDBACK": "0"}).feedback == 0
+    with pytest.raises(ValueError, match="feedback must be 0"):
+        load_settings(config=tmp_path / "none.toml", env={"RAG_FEEDBACK": "-1"})

@@ -368,6 +368,9 @@ def test_calibration_is_recomputed_when_the_folder_changes_and_not_otherwise(mak
     # A setting the calibration depends on changes its fingerprint too.
     other = make_engine(folder, index_dir=tmp_path / "idx", min_support=0.7)
     assert other.calibration_fingerprint() != engine.calibration_fingerprint()
+    # Feedback reorders the unrelated questions' candidates, so it is part of it as well.
+    no_feedback = make_engine(folder, index_dir=tmp_path / "idx2", feedback=0)
+    assert no_feedback.calibration_fingerprint() != engine.calibration_fingerprint()
 
 
 RECIPES = {
