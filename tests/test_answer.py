@@ -195,8 +195,9 @@ def test_followup_retrieves_what_its_standalone_form_does(sample_engine, previou
     assert turn.result.question == followup and turn.result.query == f"{previous} {followup}"
     assert turn.answer.standalone_question == turn.result.query  # shown to the person
     assert not turn.answer.refused
-    target = alone.gated.citations[0].doc_name
-    assert turn.gated.citations[0].doc_name == target
+    # The same document (the sample's PDF is its Markdown's twin, so either copy may come first).
+    target = Path(alone.gated.citations[0].doc_name).stem
+    assert Path(turn.gated.citations[0].doc_name).stem == target
     # Asked without its subject, the follow-up is searched as it stands, and retrieves something else.
     bare = sample_engine.ask(followup)
     assert bare.result.query == followup and bare.answer.standalone_question is None
