@@ -416,10 +416,16 @@ if prompt_text:
     # A question asked with its attachment, or just after files were dropped in the sidebar, is most likely
     # about them: wait (up to 20 s) for this session's files still being indexed before searching.
     waiting = list(dict.fromkeys(attached + ui_files.unfinished_uploads(ws)))
-    if waiting and not ui_files.wait_for(ws, waiting):
+    waited = bool(waiting) and ui_files.wait_for(ws, waiting)
+    if waiting and not waited:
         st.info("Files you added are still being indexed: this answer comes from what was indexed before; "
                 "ask again once the sidebar shows them indexed.", icon=":material/hourglass_top:")
     ask(prompt_text)
+    if waited and ui.threshold_set() is None and engine.threshold_choice(prompt_text).value != choice.value:
+        # The files it waited for changed the threshold the slider follows (the first files of a folder
+        # give it its calibration): draw the page again, so the answer and the slider show the new value
+        # rather than the one chosen before they were indexed. The turn is kept; the question is not re-sent.
+        st.rerun()
 
 if turns and turns[-1].get("n") != int(candidates):  # a different N retrieves differently: search again
     last = turns[-1]

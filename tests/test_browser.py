@@ -680,3 +680,27 @@ def test_an_idle_page_polls_slowly_and_still_shows_a_file_another_program_wrote(
     (server["folder"] / name).write_text("# Kiln log\n\nThe kiln in the pottery shed is fired every second Tuesday.\n",
                                          encoding="utf-8")
     expect(sidebar_alert(page, f"{name}: indexed, 1 chunk")).to_be_visible(timeout=30_000)
+
+
+def test_the_first_files_of_an_empty_folder_are_answered_at_the_threshold_they_calibrate(tab, tmp_path):
+    """The page chooses its threshold when a run starts; a question asked right after the first drop on an
+    empty folder starts with nothing indexed (the default, 0.675), waits for the file, and the file gives
+    the folder its calibration. The answer and the slider must show the calibrated value at once, not the
+    default until some later rerun."""
+    app = new_app(tmp_path).start()
+    try:
+        open_app(tab, app.url)
+        expect(sidebar(tab).get_by_text(re.compile(r"^Default 0\.675: nothing is indexed"))).to_be_visible()
+        # 40 paragraphs: indexing takes longer than sending the question, so the question's run starts first.
+        drop(tab, [{"name": "station-7.md", "mimeType": "text/markdown", "buffer": note(7, 40).encode()}],
+             wait_upload=False)
+        ask_again(tab, "What is the registry code of weather station 7?")
+        answer = tab.locator('[data-testid="stChatMessage"]').last
+        sources = re.search(r"Sources · threshold ([0-9.]+)", answer.inner_text())  # as first drawn
+        caption = sidebar(tab).get_by_text(re.compile(r"^Calibrated for English: [0-9.]+"))
+        expect(caption).to_be_visible()
+        calibrated = re.match(r"Calibrated for English: ([0-9.]+)", caption.inner_text())[1]
+        assert sources and sources[1] == calibrated, (answer.inner_text()[:300], calibrated)
+        expect(answer.get_by_text("QX-1259", exact=False).first).to_be_visible()
+    finally:
+        app.stop()
