@@ -427,7 +427,11 @@ if prompt_text:
         # rather than the one chosen before they were indexed. The turn is kept; the question is not re-sent.
         st.rerun()
 
-if turns and turns[-1].get("n") != int(candidates):  # a different N retrieves differently: search again
+# Search the last question again when a different N would retrieve differently, or when it was asked
+# before anything was indexed (the folder's first files still on their way) and something is now: its
+# refusal said "nothing indexed", which is no longer true. The page redraws when the queue empties.
+stale = bool(turns) and not turns[-1]["result"].searched_chunks and bool(engine.snapshot.chunks)
+if turns and (turns[-1].get("n") != int(candidates) or stale):
     last = turns[-1]
     last.update(result=ui.search(ws, last["question"], int(candidates), [t["result"].query for t in turns[:-1]],
                                  session_for_search()),

@@ -621,3 +621,27 @@ def test_slider_follows_the_question_language_until_moved_then_stays(engine):
     assert at.session_state["threshold_set"] == pytest.approx(0.5)
     at.sidebar.button(key="threshold_reset").click().run()
     assert threshold_slider(at).value == pytest.approx(pt, abs=0.0005) and not set_by_you(at)
+
+
+def test_a_question_asked_before_anything_was_indexed_is_searched_again_once_something_is(engine, tmp_path):
+    """Asked while the folder's first files are still on their way, a question finds nothing and is refused
+    ("nothing is indexed yet"); once files are indexed (the page redraws when the queue empties), the same
+    turn is searched again and answered, rather than keeping a refusal that is no longer true."""
+    empty = tmp_path / "herons"
+    empty.mkdir()
+    at = app().run()
+    at.sidebar.text_input(key="folder_input").set_value(str(empty)).run()
+    other = workspace_engine(rag.load_settings().replace(folder=empty.resolve(), index_dir=None))
+    at.chat_input[0].set_value("Where does the Zanzibar heron migrate?").run()
+    assert not at.exception, at.exception
+    assert any("NO ANSWER" in t.value for t in at.text) and citations(at) == []
+    (empty / "heron.md").write_text(f"# Heron field notes\n\n{FACT}\n", encoding="utf-8")
+    other.enqueue(["heron.md"], source="test")
+    assert other.queue.wait_idle(120)
+    searches = other.searches
+    at.run()  # the redraw the queue panel asks for when the queue empties
+    assert not at.exception, at.exception
+    assert other.searches == searches + 1 and len(at.chat_message) == 2  # the same turn, searched once more
+    assert [doc for _, doc, _ in citations(at)] == ["heron.md"]
+    at.run()
+    assert other.searches == searches + 1  # and not again on every redraw
