@@ -78,10 +78,16 @@ class Embedder:
         return np.stack([found[t] for t in texts])
 
     def count_wordpieces(self, texts: Sequence[str]) -> list[int]:
-        """Word-pieces per text as the model reads them, [CLS] and [SEP] included."""
+        """Word-pieces per text as the model reads them, [CLS] and [SEP] included.
+
+        Under the model's lock, as `embed_batch`: the fast tokenizer keeps its truncation and padding
+        settings as state that each call sets, so counting (no truncation) while another thread encodes a
+        batch (padding) could hand that batch rows of unequal length: "Unable to create tensor", seen
+        when the page calibrated while the indexing worker counted a file's chunks."""
         tok = self._model.tokenizer
-        enc = tok(list(texts), add_special_tokens=True, truncation=False, return_attention_mask=False,
-                  return_token_type_ids=False, verbose=False)
+        with self._lock:
+            enc = tok(list(texts), add_special_tokens=True, truncation=False, return_attention_mask=False,
+                      return_token_type_ids=False, verbose=False)
         return [len(ids) for ids in enc["input_ids"]]
 
 

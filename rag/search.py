@@ -14,8 +14,9 @@ rows, which feedback leaves alone (on SQuAD, moving them cost R@1 .82 -> .69); a
 subject the folder covers in many passages gains below them (NFCorpus nDCG@10 .347 -> .371).
 
 Each candidate keeps its dense rank, BM25 rank, fused rank, fused score, each side's normalised score and
-its cosine distance (a row feedback placed: that search's ranks and scores, the question's own distance); a candidate that only BM25 found gets its distance computed from its stored vector,
-so every row of the retrieval table has one. Ranks are 1-based; None means that side did not return the
+its cosine distance (a row feedback placed: that search's ranks and scores, the question's own distance);
+a candidate that only BM25 found gets its distance computed from its stored vector, so every row of the
+retrieval table has one. Ranks are 1-based; None means that side did not return the
 chunk in its top N. The result keeps the weights and fusion used for its question.
 
 Search only sees a `Snapshot`: the chunks of documents that were completely indexed when it was built,

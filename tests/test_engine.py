@@ -70,6 +70,37 @@ def test_vectors_are_unit_and_distances_are_cosine(sample_engine):
         assert abs(d - np.sum((q - v) ** 2) / 2) < 1e-6
 
 
+def test_counting_word_pieces_waits_for_an_encoding_in_another_thread(embedder):
+    """The tokenizer's truncation and padding are state each call sets: counting while another thread
+    encodes gave that batch rows of unequal length ("Unable to create tensor", a crash of the page seen in
+    CI while the queue indexed). Counting now waits for the model's lock, as encoding does."""
+    import threading
+
+    texts = [" ".join(["word"] * n) for n in (3, 17, 40)]
+    done = threading.Event()
+    counted: list[list[int]] = []
+    with embedder._lock:  # an encoding in progress
+        worker = threading.Thread(target=lambda: (counted.append(embedder.count_wordpieces(texts)), done.set()))
+        worker.start()
+        assert not done.wait(0.5), "counted while the model was encoding"
+    assert done.wait(30) and counted == [[5, 19, 42]]  # [CLS] + words + [SEP]
+    # And encoding and counting from two threads at once give whole batches.
+    errors: list[str] = []
+
+    def encode():
+        try:
+            for _ in range(20):
+                assert embedder.embed_batch(texts * 10).shape == (30, embedder.dimension)
+        except Exception as e:  # noqa: BLE001 (any failure is the finding)
+            errors.append(repr(e))
+
+    t = threading.Thread(target=encode)
+    t.start()
+    while t.is_alive():
+        embedder.count_wordpieces(texts * 20)
+    assert errors == []
+
+
 def test_every_candidate_has_ranks_and_a_distance(sample_engine):
     result = sample_engine.search("What happens when nothing passes the threshold?")
     assert len(result.candidates) == sample_engine.settings.candidates
