@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -241,15 +242,18 @@ class Snapshot:
     pos: dict[str, int] = field(default_factory=dict)
     doc_of: np.ndarray | None = None
     vectors: np.ndarray | None = None  # row i is chunks[i]'s stored vector: distances without a round trip
+    tokens: list[list[str]] | None = None  # row i is chunks[i]'s analysed text, as BM25 indexed it (feedback)
 
     @classmethod
     def build(cls, chunks: list[StoredChunk], docs: dict[str, tuple[str, str, str]], settings: Settings,
               tokens: Sequence[list[str]] | None = None) -> "Snapshot":
+        if tokens is None:
+            tokens = [analyze(c.text, c.meta.get("lang", "")) for c in chunks]
         lexical = LexicalIndex.build([c.text for c in chunks], [c.meta.get("lang", "") for c in chunks],
                                      k1=settings.bm25_k1, b=settings.bm25_b, tokens=tokens)
         vectors = np.stack([c.vector for c in chunks]) if chunks else np.zeros((0, 0), dtype=np.float32)
         return cls(chunks, lexical, docs, {c.id: i for i, c in enumerate(chunks)},
-                   np.array([c.doc_id for c in chunks], dtype=object), vectors)
+                   np.array([c.doc_id for c in chunks], dtype=object), vectors, list(tokens))
 
 
 def dense_top(snapshot: Snapshot, qv: np.ndarray, n: int,
@@ -293,9 +297,11 @@ def feedback(snapshot: Snapshot, query: str, qv: np.ndarray,
     lent: dict[str, float] = {}
     for i in rows:
         chunk = snapshot.chunks[i]
-        tokens = analyze(chunk.text, chunk.meta.get("lang", "") or "en")
-        for t in set(tokens):
-            lent[t] = lent.get(t, 0.0) + tokens.count(t) / len(tokens) * lex.idf(t) / len(rows)
+        # The tokens BM25 indexed (a snapshot built around a given index may not keep them: analyse again).
+        tokens = (snapshot.tokens[i] if snapshot.tokens is not None
+                  else analyze(chunk.text, chunk.meta.get("lang", "")))
+        for t, count in Counter(tokens).items():
+            lent[t] = lent.get(t, 0.0) + count / len(tokens) * lex.idf(t) / len(rows)
     added = sorted(lent, key=lambda t: (-lent[t], t))[:FEEDBACK_TERMS]
     own = [t for t in analyze_query(query, lex.languages) if lex.known(t)]
     bag: dict[str, float] = {t: FEEDBACK_OWN / len(own) for t in own}

@@ -13,7 +13,8 @@ import numpy as np
 
 from rag.gate import gate
 from rag.lexical import analyze_query
-from rag.search import FEEDBACK_DENSE, FEEDBACK_OWN, FUSIONS, feedback, fuse, fused_order, normalise, question_weights
+from rag.search import (FEEDBACK_DENSE, FEEDBACK_OWN, FUSIONS, feedback, fuse, fused_order, normalise,
+                        question_weights)
 from rag.settings import Settings
 
 DENSE = [("a", 0.9), ("b", 0.6), ("c", 0.3)]  # (id, cosine similarity), best first
