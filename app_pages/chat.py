@@ -351,6 +351,8 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
                        "nearer than any unrelated question comes to this folder). Words looked for: "
                        + (ui.md_escape(", ".join(turn["result"].terms)) or "none")
                        + unknown_names_note(turn["result"]))
+            if gated.codes_note:
+                st.caption(ui.md_escape(gated.codes_note))
             st.caption(fusion_note(turn["result"]))
             retrieval_table(gated, turn["result"])
             chosen = st.empty()  # in every state, so a list from an earlier answer never lingers

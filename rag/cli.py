@@ -122,6 +122,8 @@ def print_turn(turn: Turn) -> None:
     if turn.result.unknown_names:
         print(f"The folder never mentions {', '.join(turn.result.unknown_names)}, which the question names: every "
               f"passage needs {rule.min_support:.0%} however close")
+    if g.codes_note:
+        print(g.codes_note)
     if turn.result.feedback_note:
         print(turn.result.feedback_note)
     print(f"{'fused':>5} {'dense':>5} {'bm25':>5} {'dist':>6} {'supp':>5}  {'verdict':<26} document / section")

@@ -32,6 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
+from rag.calibration import evidence_distance
 from rag.gate import gate
 from rag.lexical import question_language  # noqa: F401  (the calibration page reads it from here)
 from rag.metrics import SignTest, contains, fmt_rate, rate, reciprocal_rank, sign_test
@@ -406,8 +407,7 @@ def sweep(engine, questions: Sequence[Question], *, budget: float = 0.1, thresho
     current = engine.threshold_choice("").value
     thresholds = list(thresholds or default_thresholds(current))
     nearest = [min((c.distance for c in r.candidates), default=float("nan")) for r in results]
-    evidence = [min((c.distance for c in r.candidates if ch.rule.passes(c)), default=math.inf)
-                for r, ch in zip(results, choices)]
+    evidence = [evidence_distance(r, ch.rule) for r, ch in zip(results, choices)]
     groups = {"all": list(range(len(questions)))}
     for lang in sorted({q.lang for q in questions if q.lang}):
         mine = [i for i, q in enumerate(questions) if q.lang == lang]

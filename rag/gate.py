@@ -12,6 +12,11 @@ tests, in this order:
    something the folder never mentions (`Candidate.unknown_names`: "YouTube", "Peru" written as names):
    a passage about upload limits, however close, says nothing about YouTube's.
 
+One exception to both: a passage that holds a code the question names (`Candidate.codes`: "ERR-4017",
+"UTF-8"; letters and digits joined) is evidence whatever its distance and support. An identifier is as
+specific as a question gets, and MiniLM reads it as noise: "What does ERR-4017 mean?" sits at 0.84 from
+the very line that explains ERR-4017. A code the folder never holds gives no such pass.
+
 MiniLM's distances depend on the language as much as on the topic (a chocolate-cake question in
 Portuguese sits at 0.54 from Portuguese notes on privacy), so distance alone cannot decide; a passage
 that never names what the question is about is not evidence for it, however close its vector.
@@ -33,6 +38,7 @@ and points into the file: `#char=start,end` for text, `#page=N` for PDFs.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Sequence
 from urllib.parse import quote as urlquote
@@ -47,7 +53,7 @@ UNSUPPORTED = "lacks the question's words"
 
 # Names the version of the tests below: a change to them recalibrates every folder (part of the calibration's
 # fingerprint), since the calibrated threshold is chosen with them.
-GATE_RULES = "support-2: close relaxation denied for unknown names"
+GATE_RULES = "support-3: close relaxation denied for unknown names; a held code passes both tests"
 
 # Which test a refusal failed (`Gated.failed`).
 EMPTY, DISTANCE, SUPPORT = "empty", "distance", "support"
@@ -104,11 +110,12 @@ class SupportRule:
         return self.needed(c.distance, c.unknown_names)
 
     def passes(self, c: Candidate) -> bool:
-        return c.support + 1e-9 >= self.needed_by(c)
+        return bool(c.codes) or c.support + 1e-9 >= self.needed_by(c)
 
     def holds_in_full(self, c: Candidate) -> bool:
-        """It holds the full share of the question's words, not only a close paraphrase's."""
-        return c.support + 1e-9 >= self.min_support
+        """It holds the full share of the question's words (or a code it names), not only a close
+        paraphrase's."""
+        return bool(c.codes) or c.support + 1e-9 >= self.min_support
 
 
 NO_SUPPORT_TEST = SupportRule()
@@ -166,6 +173,28 @@ class Gated:
         return paraphrase_text(max(c.support for c in self.kept), self.rule.min_support, self.missing)
 
     @property
+    def kept_for_codes(self) -> list[Candidate]:
+        """Kept passages that hold a code the question names and would have failed the distance or the
+        support test without it (the screen says so beside the table)."""
+        return [c for c in self.kept if c.codes and (c.distance > self.threshold or
+                                                       c.support + 1e-9 < self.rule.needed_by(c))]
+
+    @property
+    def codes_note(self) -> str | None:
+        """What the screen says beside the table when a passage was kept for a code the question names."""
+        rows = self.kept_for_codes
+        if not rows:
+            return None
+        codes = dict.fromkeys(code for c in rows for code in c.codes)
+        # The codes as the question writes them ("ERR-4017"), not as the support test folds them.
+        written = [m.group() if (m := re.search(re.escape(code), self.question, re.IGNORECASE)) else code
+                   for code in codes]
+        where = ", ".join(f"{c.doc_name} at {c.distance:.3f}" for c in rows)
+        named = " and ".join('"' + w + '"' for w in written)
+        return (f"Kept for holding {named}, which the question names: a passage "
+                f"that holds the exact code passes whatever its distance and share of words ({where}).")
+
+    @property
     def needed_threshold(self) -> float | None:
         """The smallest threshold that would let a candidate through (None: no threshold would, since
         no candidate passes the support test)."""
@@ -175,7 +204,7 @@ class Gated:
 def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: SupportRule = NO_SUPPORT_TEST) -> Gated:
     verdicts, kept = [], []
     for c in result.candidates:
-        if c.distance > threshold:
+        if c.distance > threshold and not c.codes:
             verdicts.append(OVER)
         elif not rule.passes(c):
             verdicts.append(UNSUPPORTED)

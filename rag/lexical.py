@@ -151,6 +151,17 @@ def question_terms(question: str) -> list[str]:
     return list(out)
 
 
+def is_code(term: str) -> bool:
+    """A content word that is an identifier: joined parts holding both letters and digits (`err-4017`,
+    `iso-8601`, `utf-8`), not a number (`0.95`, `1.2.0`) and not a plain word or name (`bm25`, `wi-fi`).
+
+    >>> [t for t in ("err-4017", "utf-8", "0.95", "bm25", "wi-fi", "v2.1") if is_code(t)]
+    ['err-4017', 'utf-8', 'v2.1']
+    """
+    parts = _PART.findall(fold(term))
+    return len(parts) > 1 and any(ch.isdigit() for ch in term) and any(ch.isalpha() for ch in term)
+
+
 # A word is written as a name when it holds a capital and does not open a sentence ("Peru", "YouTube", "PhD",
 # "APA"); the question's first word, and one after . ? or !, are capitalised by grammar, not by meaning.
 _SENTENCE_START = re.compile(r"(?:^|[.?!]\s+)[\"'“‘(¿¡]*$")

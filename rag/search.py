@@ -49,7 +49,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from rag.embed import Embedder
-from rag.lexical import LexicalIndex, analyze, analyze_query, question_language, question_names, question_terms
+from rag.lexical import (LexicalIndex, analyze, analyze_query, is_code, question_language, question_names,
+                         question_terms)
 from rag.settings import Settings
 from rag.store import StoredChunk
 
@@ -201,6 +202,9 @@ class Candidate:
     # Names the question writes (capitalised mid-sentence) that no chunk of the folder holds: the same for
     # every candidate of a search; the gate then denies the close-paraphrase relaxation (rag.gate).
     unknown_names: tuple[str, ...] = ()
+    # Codes the question names (`is_code`: ERR-4017, UTF-8) that this chunk holds, exactly as one token:
+    # the gate takes such a chunk as evidence whatever its distance and support (rag.gate).
+    codes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -408,6 +412,7 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     own = query if rewritten else question
     terms = tuple(question_terms(own)) or tuple(question_terms(query))
     unknown = tuple(n for n in question_names(own) if n in terms and snapshot.lexical.unused(n))
+    codes = tuple(t for t in terms if is_code(t))
     candidates = []
     for rank, cid in enumerate(order, start=1):
         sc = snapshot.chunks[snapshot.pos[cid]]
@@ -421,6 +426,7 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             distance=float(distances[cid]), dense_rank=dense_rank.get(cid), bm25_rank=bm25_rank.get(cid),
             bm25_score=bm25_scores.get(cid), dense_norm=fused[cid].dense, bm25_norm=fused[cid].bm25,
             support=support, missing=missing, unknown_names=unknown,
+            codes=tuple(t for t in codes if t not in missing),
         ))
     lap("support")
     return SearchResult(question=question, query=query, candidates=candidates, weights=weights,

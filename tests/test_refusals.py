@@ -16,7 +16,8 @@ import rag
 from rag import SUPPORT, DISTANCE, EMPTY, SupportRule, gate
 from rag.calibration import KINDS, calibrate, choose_threshold, question_kinds, unrelated_questions
 from rag.cli import main as cli
-from rag.lexical import LexicalIndex, question_names, question_terms
+from rag.calibration import evidence_distance
+from rag.lexical import LexicalIndex, is_code, question_names, question_terms
 from rag.search import Candidate, SearchResult
 
 CAKE = "Qual é a receita do bolo de chocolate?"
@@ -26,11 +27,11 @@ PT_OK = "Como envio ficheiros para a aplicação?"
 
 
 def candidate(n: int, distance: float, support: float = 1.0, missing: tuple[str, ...] = (),
-              unknown_names: tuple[str, ...] = ()) -> Candidate:
+              unknown_names: tuple[str, ...] = (), codes: tuple[str, ...] = ()) -> Candidate:
     return Candidate(chunk_id=f"c{n}", doc_id="d", doc_name="doc.md", title="Doc", section="", content=f"text {n}",
                      start=0, end=6, page=None, page_end=None, kind="md", fused_rank=n, fused_score=1.0 / n,
                      distance=distance, dense_rank=n, bm25_rank=None, bm25_score=None, support=support,
-                     missing=missing, unknown_names=unknown_names)
+                     missing=missing, unknown_names=unknown_names, codes=codes)
 
 
 def result(*cands: Candidate, question: str = "What is the bolo?", terms: tuple[str, ...] = ("bolo",)) -> SearchResult:
@@ -69,6 +70,35 @@ def test_a_name_the_folder_never_mentions_takes_away_the_close_relaxation():
     assert named.verdicts == [rag.UNSUPPORTED] and named.failed == SUPPORT and '"youtube"' in named.refusal
     # Full support still answers, name or not.
     assert gate(result(candidate(1, 0.35, 0.6, (), ("youtube",))), 0.6, 4, rule).verdicts == [rag.KEPT]
+
+
+def test_a_passage_holding_the_code_the_question_names_passes_both_tests():
+    rule = SupportRule(min_support=0.5, close=0.4, close_support=0.15)
+    asked = {"question": "What does ERR-4017 mean?", "terms": ("err-4017",)}
+    far = candidate(1, 0.84, 1.0, (), (), ("err-4017",))  # holds the code, over the threshold
+    short = candidate(2, 0.5, 0.4, ("mean",), (), ("err-4017",))  # holds it, under the support needed
+    lacking = candidate(3, 0.7, 0.0, ("err-4017",))  # does not hold it
+    g = gate(result(far, short, lacking, **asked), 0.6, 4, rule)
+    assert g.verdicts == [rag.KEPT, rag.KEPT, rag.OVER] and g.refusal is None
+    assert g.kept_for_codes == [far, short] and not g.paraphrase_only
+    assert '"ERR-4017"' in g.codes_note and "doc.md at 0.840" in g.codes_note
+    # Without the code the same rows are refused; the calibration counts a held code as passing anywhere.
+    plain = [candidate(1, 0.84), candidate(2, 0.5, 0.4, ("mean",))]
+    assert gate(result(*plain, **asked), 0.6, 4, rule).failed == SUPPORT
+    assert evidence_distance(result(far, **asked), rule) == 0.0
+    assert evidence_distance(result(*plain, **asked), rule) == pytest.approx(0.84)
+    # A kept row that would have passed anyway is not put down to its code.
+    assert gate(result(candidate(1, 0.3, 1.0, (), (), ("err-4017",)), **asked), 0.6, 4, rule).codes_note is None
+
+
+@pytest.mark.parametrize("term, code", [
+    ("err-4017", True), ("utf-8", True), ("iso-8601", True), ("v2.1", True),
+    ("0.95", False), ("1.2.0", False),  # numbers
+    ("bm25", False), ("k1", False),  # one part: a word or a name, however written
+    ("wi-fi", False), ("e-mail", False),  # joined words without digits
+])
+def test_codes_are_joined_parts_with_letters_and_digits(term, code):
+    assert is_code(term) is code
 
 
 @pytest.mark.parametrize("question, names", [
@@ -295,6 +325,27 @@ def test_a_question_naming_what_the_folder_never_mentions_is_refused(sample_engi
     assert f'"{name}"' in turn.gated.refusal
     # It was refused by this rule alone: some close passage holds enough words for a close paraphrase.
     assert any(c.distance <= rule.close and c.support + 1e-9 >= rule.close_support for c in turn.gated.candidates)
+
+
+@pytest.mark.parametrize("question, lang", [("What does ERR-4017 mean?", "en"),
+                                            ("O que significa o erro ERR-4017?", "pt")])
+def test_a_question_naming_a_code_is_answered_by_the_passage_holding_it(sample_engine, question, lang):
+    # MiniLM puts this question over the calibrated threshold from the line that explains the code; before
+    # the code rule it was refused ("nothing under cosine distance 0.800").
+    turn = sample_engine.ask(question)
+    assert turn.result.language == lang and turn.threshold.source == "calibrated"
+    assert not turn.answer.refused, turn.gated.refusal
+    row = next(c for c in turn.gated.kept if c.codes == ("err-4017",))
+    assert "ERR-4017 | The index was built with a different embedding model" in row.content
+    assert row.distance > turn.gated.threshold and row in turn.gated.kept_for_codes
+    assert '"ERR-4017"' in turn.gated.codes_note
+
+
+def test_a_code_the_folder_never_holds_is_refused_with_its_name(sample_engine):
+    turn = sample_engine.ask("What does ERR-9999 mean?")
+    assert turn.answer.refused and turn.gated.failed == SUPPORT
+    assert all(c.codes == () for c in turn.gated.candidates) and turn.gated.codes_note is None
+    assert 'never mention "err-9999"' in turn.gated.refusal
 
 
 def test_names_the_folder_uses_keep_the_close_relaxation(sample_engine):
