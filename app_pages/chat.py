@@ -218,8 +218,9 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
         "support": st.column_config.ProgressColumn(
             f"support (≥ {gated.rule.min_support:.0%})", min_value=0.0, max_value=1.0, format="percent",
             help="Share of the question's own words (weighted by rarity in the folder) the passage holds. "
-                 f"Needs {gated.rule.min_support:.0%}, or {gated.rule.close_support:.0%} at distance ≤ "
-                 f"{gated.rule.close:.3f} unless the question names something the folder never mentions."),
+                 f"Needs {gated.rule.min_support:.0%}"
+                 + (f", or {gated.rule.relaxation} unless the question names something the folder never mentions."
+                    if gated.rule.relaxation else ".")),
         "lacks": st.column_config.TextColumn("lacks", help="The question's words this passage does not hold"),
         "document": st.column_config.TextColumn("document"),
         "section": st.column_config.TextColumn("section"),
@@ -346,9 +347,10 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
                    + ("" if live else f" · answered at threshold {t_threshold:.3f}"))
         kept = sum(1 for v in gated.verdicts if v == rag.KEPT)
         with st.expander(f"Retrieval: {len(gated.candidates)} candidates, {kept} kept", expanded=live):
+            close = (f" ({rule.relaxation}, nearer than any unrelated question comes to this folder)"
+                     if rule.relaxation else " (no lower share for close passages until the folder is calibrated)")
             st.caption(f"Evidence: cosine distance ≤ {gated.threshold:.3f} and support ≥ {rule.min_support:.0%} of "
-                       f"the question's words ({rule.close_support:.0%} for a passage at distance ≤ {rule.close:.3f}, "
-                       "nearer than any unrelated question comes to this folder). Words looked for: "
+                       f"the question's words{close}. Words looked for: "
                        + (ui.md_escape(", ".join(turn["result"].terms)) or "none")
                        + unknown_names_note(turn["result"]))
             if gated.codes_note:

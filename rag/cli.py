@@ -117,8 +117,9 @@ def print_turn(turn: Turn) -> None:
             print(f"[{c.n}] {c.doc_name} · {c.locator} · {c.link} · distance {c.distance:.3f}\n    \"{quote[:300]}\"")
     note = f"; {turn.threshold.note}" if turn.threshold else ""
     rule = g.rule
-    print(f"\nRetrieval (threshold {g.threshold:.3f}{note}; support at least {rule.min_support:.0%}, "
-          f"{rule.close_support:.0%} at distance {rule.close:.3f} or less; at most {g.max_chunks} kept)")
+    close = f", {rule.relaxation}" if rule.relaxation else ""
+    print(f"\nRetrieval (threshold {g.threshold:.3f}{note}; support at least {rule.min_support:.0%}{close}; "
+          f"at most {g.max_chunks} kept)")
     if turn.result.unknown_names:
         print(f"The folder never mentions {', '.join(turn.result.unknown_names)}, which the question names: every "
               f"passage needs {rule.min_support:.0%} however close")

@@ -21,13 +21,14 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from rag.lexical import fold
+from rag.lexical import fold, is_code
 from rag.llm import ChatClient
 
 # The rule, in full. With a previous question in the conversation, a question is a follow-up when:
 #  1. it starts with a connective: "and", "also", "what about", "how about", "but", "or", "then",
 #     "e", "e para", "e quanto", "quanto a", "mas", "também", "ou", "então"; or
-#  2. it is short: three words or fewer ("Why?", "Any limits?", "In Portuguese?"); or
+#  2. it is short: three words or fewer ("Why?", "Any limits?", "In Portuguese?"), unless one of them is a
+#     code ("What is SKU-88213?" names its subject in full); or
 #  3. it leans on a referring word ("it", "they", "that", "the rest", "isso", "ele", ...) and names at
 #     most two content words of its own ("How do I fix it?", "What value of k does it use?").
 # A follow-up is searched with the previous question joined in front of it; everything else alone.
@@ -53,8 +54,8 @@ _WORD = re.compile(r"[^\W_][\w'’-]*", re.UNICODE)
 def is_followup(question: str) -> bool:
     """Whether a question leans on the one before it (see the rule above).
 
-    >>> [is_followup(q) for q in ("E para PDFs?", "Why?", "O que faço com isso?", "", "?!")]
-    [True, True, True, False, False]
+    >>> [is_followup(q) for q in ("E para PDFs?", "Why?", "O que faço com isso?", "", "?!", "What is SKU-88213?")]
+    [True, True, True, False, False, False]
     """
     words = [fold(w) for w in _WORD.findall(question)]
     if not words:
@@ -62,7 +63,7 @@ def is_followup(question: str) -> bool:
     head = " ".join(words[:3])
     if any(head == o or head.startswith(o + " ") for o in _OPENERS):
         return True
-    if len(words) <= 3:
+    if len(words) <= 3 and not any(is_code(w) for w in words):
         return True
     content = [w for w in words if w not in _FUNCTION and w not in _REFERRING]
     return any(w in _REFERRING for w in words) and len(content) <= 2

@@ -103,6 +103,17 @@ class SupportRule:
     close: float = -1.0  # at or under this distance, `close_support` is enough (-1: never)
     close_support: float = 0.0
 
+    @property
+    def relaxation(self) -> str:
+        """The close relaxation in words, for the screen ("" when there is none: before any calibration).
+
+        >>> SupportRule(0.5, 0.628, 0.2).relaxation, SupportRule(0.5).relaxation
+        ('20% for a passage at distance ≤ 0.628', '')
+        """
+        if self.close < 0:
+            return ""
+        return f"{self.close_support:.0%} for a passage at distance ≤ {self.close:.3f}"
+
     def needed(self, distance: float, unknown_names: Sequence[str] = ()) -> float:
         return self.close_support if distance <= self.close and not unknown_names else self.min_support
 

@@ -411,7 +411,8 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     rewritten = query != question and not query.endswith(question)
     own = query if rewritten else question
     terms = tuple(question_terms(own)) or tuple(question_terms(query))
-    unknown = tuple(n for n in question_names(own) if n in terms and snapshot.lexical.unused(n))
+    # Only a folder with something in it can be said never to mention a name.
+    unknown = tuple(n for n in question_names(own) if n in terms and snapshot.chunks and snapshot.lexical.unused(n))
     codes = tuple(t for t in terms if is_code(t))
     candidates = []
     for rank, cid in enumerate(order, start=1):

@@ -19,6 +19,8 @@ from tests.test_llm import FakeLLM, Reply, closed_port_url
     ("   ", False),
     ("?!...", False),
     ("Why?", True),  # three words or fewer
+    ("What is SKU-88213?", False),  # ... unless one is a code: it names its subject in full
+    ("And SKU-88213?", True),  # a connective still makes it a follow-up
     ("And the PDFs, how large can they be in the worst case?", True),  # opens with a connective
     ("ANDROID phones: how do I install the app there?", False),  # "and" inside a word is no connective
     ("E quanto aos ficheiros PDF?", True),

@@ -348,6 +348,19 @@ def test_a_code_the_folder_never_holds_is_refused_with_its_name(sample_engine):
     assert 'never mention "err-9999"' in turn.gated.refusal
 
 
+def test_an_empty_folder_is_not_said_to_never_mention_a_name(make_engine, capsys):
+    # Before anything is indexed there is no folder to speak of: the question's names are not "unknown",
+    # and there is no calibrated close distance to describe.
+    engine = make_engine()
+    turn = engine.ask("Where is the Lisbon office?")
+    assert turn.answer.refused and turn.gated.failed == EMPTY
+    assert turn.result.unknown_names == () and turn.gated.rule.relaxation == ""
+    assert cli(["--folder", str(engine.settings.folder), "--index-dir", str(engine.settings.index_dir),
+                "--config", str(engine.settings.folder / "none.toml"), "ask", "Where is the Lisbon office?"]) == 0
+    out = capsys.readouterr().out
+    assert "never mentions" not in out and "-1.000" not in out
+
+
 def test_names_the_folder_uses_keep_the_close_relaxation(sample_engine):
     turn = sample_engine.ask("Can the app search inside a PDF that has no text layer?")
     assert "pdf" in question_names(turn.question) and turn.result.unknown_names == ()
