@@ -95,9 +95,8 @@ def questions_digest() -> str:
 
 def evidence_distance(result: SearchResult, rule: SupportRule) -> float:
     """The smallest threshold at which this question gets an answer: the cosine distance of the nearest
-    candidate that passes the support test (infinity when none does, at any threshold; 0 when a candidate
-    holds a code the question names, which passes at any threshold)."""
-    return min((0.0 if c.codes else c.distance for c in result.candidates if rule.passes(c)), default=math.inf)
+    candidate that passes the support test (infinity when none does, at any threshold)."""
+    return min((c.distance for c in result.candidates if rule.passes(c)), default=math.inf)
 
 
 def _just_under(x: float) -> float:

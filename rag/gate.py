@@ -12,10 +12,12 @@ tests, in this order:
    something the folder never mentions (`Candidate.unknown_names`: "YouTube", "Peru" written as names):
    a passage about upload limits, however close, says nothing about YouTube's.
 
-One exception to both: a passage that holds a code the question names (`Candidate.codes`: "ERR-4017",
-"UTF-8"; letters and digits joined) is evidence whatever its distance and support. An identifier is as
-specific as a question gets, and MiniLM reads it as noise: "What does ERR-4017 mean?" sits at 0.84 from
-the very line that explains ERR-4017. A code the folder never holds gives no such pass.
+A passage that holds a code the question names (`Candidate.codes`: "ERR-4017", "UTF-8"; letters and
+digits joined) passes the support test whatever else it lacks: an identifier is as specific as a question
+gets ("o erro ERR-3001 resolve-se como?" asked of an English table row holds none of the other words). It
+still needs the distance test: the threshold keeps its meaning, and MiniLM, which reads codes as noise, may
+put such a passage over it ("What does ERR-4017 mean?" sits at 0.843 from the line that explains it; the
+refusal then names the threshold that would let it through). A code the folder never holds gives nothing.
 
 MiniLM's distances depend on the language as much as on the topic (a chocolate-cake question in
 Portuguese sits at 0.54 from Portuguese notes on privacy), so distance alone cannot decide; a passage
@@ -53,7 +55,7 @@ UNSUPPORTED = "lacks the question's words"
 
 # Names the version of the tests below: a change to them recalibrates every folder (part of the calibration's
 # fingerprint), since the calibrated threshold is chosen with them.
-GATE_RULES = "support-3: close relaxation denied for unknown names; a held code passes both tests"
+GATE_RULES = "support-3: close relaxation denied for unknown names; a held code passes the support test"
 
 # Which test a refusal failed (`Gated.failed`).
 EMPTY, DISTANCE, SUPPORT = "empty", "distance", "support"
@@ -185,10 +187,9 @@ class Gated:
 
     @property
     def kept_for_codes(self) -> list[Candidate]:
-        """Kept passages that hold a code the question names and would have failed the distance or the
-        support test without it (the screen says so beside the table)."""
-        return [c for c in self.kept if c.codes and (c.distance > self.threshold or
-                                                       c.support + 1e-9 < self.rule.needed_by(c))]
+        """Kept passages that hold a code the question names and would have failed the support test
+        without it (the screen says so beside the table)."""
+        return [c for c in self.kept if c.codes and c.support + 1e-9 < self.rule.needed_by(c)]
 
     @property
     def codes_note(self) -> str | None:
@@ -202,8 +203,8 @@ class Gated:
                    for code in codes]
         where = ", ".join(f"{c.doc_name} at {c.distance:.3f}" for c in rows)
         named = " and ".join('"' + w + '"' for w in written)
-        return (f"Kept for holding {named}, which the question names: a passage "
-                f"that holds the exact code passes whatever its distance and share of words ({where}).")
+        return (f"Kept for holding {named}, which the question names: a passage that holds the exact code "
+                f"passes the support test whatever other words it lacks ({where}).")
 
     @property
     def needed_threshold(self) -> float | None:
@@ -215,7 +216,7 @@ class Gated:
 def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: SupportRule = NO_SUPPORT_TEST) -> Gated:
     verdicts, kept = [], []
     for c in result.candidates:
-        if c.distance > threshold and not c.codes:
+        if c.distance > threshold:
             verdicts.append(OVER)
         elif not rule.passes(c):
             verdicts.append(UNSUPPORTED)

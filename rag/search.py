@@ -203,7 +203,7 @@ class Candidate:
     # every candidate of a search; the gate then denies the close-paraphrase relaxation (rag.gate).
     unknown_names: tuple[str, ...] = ()
     # Codes the question names (`is_code`: ERR-4017, UTF-8) that this chunk holds, exactly as one token:
-    # the gate takes such a chunk as evidence whatever its distance and support (rag.gate).
+    # such a chunk passes the support test whatever other words it lacks (rag.gate).
     codes: tuple[str, ...] = ()
 
 
