@@ -3,8 +3,9 @@
 Every offset elsewhere in the engine (chunk start/end, `#char=` fragments, the page of a chunk) is a
 position in `Extracted.text`. For Markdown and plain text that text is the file itself with line endings
 normalised to `\\n`, so a `#char=a,b` fragment points into the file as the person sees it. For PDFs it is
-the pages' text blocks joined by blank lines, with page headers and footers that repeat on most pages
-dropped, plus `page_starts` to map an offset back to its page.
+the pages' text blocks joined by blank lines (a block that goes on with the sentence of the one above it,
+a printed line in a block of its own, is joined to it with a space instead), with page headers and footers
+that repeat on most pages dropped, plus `page_starts` to map an offset back to its page.
 
 What it does not do: OCR (an image-only PDF fails with that reason), guess encodings (text must be
 UTF-8), or keep formatting. A file that cannot be read raises `ExtractionError` with a reason a person
@@ -37,7 +38,7 @@ import yaml
 from markdown_it import MarkdownIt
 
 SUPPORTED = {".md": "md", ".markdown": "md", ".txt": "txt", ".pdf": "pdf"}
-EXTRACTOR_VERSIONS = {"md": "md-2", "txt": "txt-1", "pdf": "pdf-1"}
+EXTRACTOR_VERSIONS = {"md": "md-2", "txt": "txt-1", "pdf": "pdf-2"}
 TITLE_MAX = 80  # a first line longer than this is a paragraph, not a title
 
 
@@ -251,6 +252,36 @@ def _normalise_block(text: str) -> str:
     return re.sub(r"\s*\n\s*", " ", text).strip()
 
 
+_SENTENCE_END = ".!?:;"
+
+
+def _continues(prev: tuple[float, float, float, float], prev_size: float, prev_text: str,
+               box: tuple[float, float, float, float], size: float) -> bool:
+    """Whether the text block at `box` goes on with the sentence of the block at `prev` (the one before
+    it on the page): some PDFs put every printed line in a block of its own, and joining their blocks
+    with blank lines would cut sentences into paragraphs. It does when `prev` ends mid-sentence, the two
+    share a font size, and `box` sits right under `prev` (less than a line's height between them: pymupdf
+    splits lines set at 1.5 or double spacing into blocks of one line each),
+    starting where it starts (within two ems) and reaching no more than six ems further right (ragged
+    lines differ by a word or two; a heading, much shorter than the line under it, stays apart).
+
+    >>> _continues((72, 60, 520, 74), 11, "documents do not", (72, 76, 300, 90), 11)
+    True
+    >>> _continues((72, 60, 520, 74), 11, "the end.", (72, 76, 300, 90), 11)  # a sentence ended
+    False
+    >>> _continues((72, 60, 200, 78), 14, "Cosine distance in brief", (72, 82, 520, 96), 11)  # a heading
+    False
+    """
+    if not prev_text.rstrip() or prev_text.rstrip()[-1] in _SENTENCE_END or not size or abs(prev_size - size) > 0.5:
+        return False
+    gap = box[1] - prev[3]
+    return -0.2 * size <= gap < 1.2 * size and abs(box[0] - prev[0]) <= 2 * size and prev[2] >= box[2] - 6 * size
+
+
+def _union(a: tuple, b: tuple) -> tuple:
+    return (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
+
+
 def _furniture_key(text: str) -> str:
     return re.sub(r"\d+", "#", re.sub(r"\s+", " ", text.lower())).strip()
 
@@ -278,7 +309,7 @@ def _extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
         sizes: Counter[float] = Counter()
         try:
             for page in doc:
-                blocks = []
+                raw: list[tuple[list[str], float, tuple]] = []  # (lines, largest font size, bbox)
                 height = page.rect.height or 1.0
                 for b in page.get_text("dict", sort=True)["blocks"]:
                     if b.get("type") != 0:
@@ -292,9 +323,17 @@ def _extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
                                 sizes[round(s["size"], 1)] += len(s["text"])
                                 big = max(big, s["size"])
                         lines.append(t)
+                    box = tuple(b["bbox"])
+                    if raw and _continues(raw[-1][2], raw[-1][1], raw[-1][0][-1], box, big):
+                        # (rag.viewer.pdf_layout joins the same blocks the same way: offsets must agree)
+                        p_lines, p_big, p_box = raw[-1]
+                        raw[-1] = (p_lines + lines, max(p_big, big), _union(p_box, box))
+                    elif lines:
+                        raw.append((lines, big, box))
+                blocks = []
+                for lines, big, (_, y0, _, y1) in raw:
                     text = _normalise_block("\n".join(lines))
                     if text:
-                        y0, y1 = b["bbox"][1], b["bbox"][3]
                         blocks.append((text, big, y1 < 0.12 * height or y0 > 0.88 * height))
                 pages.append(blocks)
             toc = doc.get_toc(simple=True)

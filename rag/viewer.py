@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from rag.extract import _CONTROL, _drop_furniture, extract_bytes
+from rag.extract import _CONTROL, _continues, _drop_furniture, _union, extract_bytes
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points
 
@@ -134,26 +134,38 @@ def pdf_layout(data: bytes) -> tuple[str, list[tuple[int, Box] | None]]:
     with pymupdf.open(stream=data, filetype="pdf") as doc:
         for pno, page in enumerate(doc, start=1):
             height = page.rect.height or 1.0
-            blocks = []
+            # (chars, their boxes, largest font size, bbox, the last line's text) per block, with the blocks
+            # that go on with the sentence before them joined to it, as rag.extract joins them.
+            raw: list[tuple[list[str], list, float, tuple, str]] = []
             for b in page.get_text("rawdict", sort=True)["blocks"]:
                 if b.get("type") != 0:
                     continue
                 chars: list[str] = []
                 boxes: list[tuple[int, Box] | None] = []
                 big = 0.0
+                last = ""
                 for i, line in enumerate(b["lines"]):
                     if i:
                         chars.append("\n")
                         boxes.append(None)
+                    last = "".join(c["c"] for span in line["spans"] for c in span["chars"])
                     for span in line["spans"]:
                         if "".join(c["c"] for c in span["chars"]).strip():
                             big = max(big, span["size"])
                         for c in span["chars"]:
                             chars.append(c["c"])
                             boxes.append((pno, tuple(c["bbox"])))
+                box = tuple(b["bbox"])
+                if raw and _continues(raw[-1][3], raw[-1][2], raw[-1][4], box, big):
+                    p_chars, p_boxes, p_big, p_box, _ = raw[-1]
+                    raw[-1] = (p_chars + ["\n"] + chars, p_boxes + [None] + boxes, max(p_big, big),
+                               _union(p_box, box), last)
+                elif b["lines"]:
+                    raw.append((chars, boxes, big, box, last))
+            blocks = []
+            for chars, boxes, big, (_, y0, _, y1), _ in raw:
                 text, kept = _normalise_tracked("".join(chars), boxes)
                 if text:
-                    y0, y1 = b["bbox"][1], b["bbox"][3]
                     triple = (text, big, y1 < 0.12 * height or y0 > 0.88 * height)
                     tracked[id(triple)] = kept
                     blocks.append(triple)

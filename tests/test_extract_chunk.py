@@ -190,6 +190,56 @@ def test_pdf_heading_fonts_become_sections_without_outline(tmp_path):
         [s.path[-1] for s in doc.sections] == ["Returns", "Shipping"]
 
 
+def spaced_pdf(leading: float) -> bytes:
+    """A page set at 1.5 or double line spacing, where pymupdf puts every printed line in a text block of
+    its own: a heading, a paragraph whose sentence wraps over three lines, two short lines that each end
+    a sentence, and a paragraph after some space."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    writer = pymupdf.TextWriter(page.rect)
+    body, bold = pymupdf.Font("helv"), pymupdf.Font("hebo")
+    y = 72
+    for text, font, size, after in [("Returns and refunds", bold, 16, 10),
+                                    ("A parcel that arrives damaged may be sent back within thirty days of", body, 11, 0),
+                                    ("delivery, in its box, and the refund is paid to the card that bought it", body, 11, 0),
+                                    ("within five working days.", body, 11, 0),
+                                    ("Keep the receipt.", body, 11, 0),
+                                    ("Keep the box.", body, 11, 12),
+                                    ("Exchanges follow the same rules as returns, but the new item ships", body, 11, 0),
+                                    ("first.", body, 11, 0)]:
+        writer.append((72, y), text, font=font, fontsize=size)
+        y += leading + after
+    writer.write_text(page)
+    data = doc.tobytes()
+    doc.close()
+    return data
+
+
+@pytest.mark.parametrize("leading", [17, 22])  # 1.5 and double spacing of 11 pt text
+def test_pdf_lines_of_one_sentence_are_joined_but_paragraphs_and_headings_stay_apart(leading):
+    data = spaced_pdf(leading)
+    with pymupdf.open(stream=data, filetype="pdf") as pdf:  # the case this is about: a block per line
+        assert len(pdf[0].get_text("dict")["blocks"]) == 8
+    doc = extract_bytes(data, "returns.pdf")
+    assert doc.text.split("\n\n") == [
+        "Returns and refunds",  # a bigger font: a heading, not the start of the paragraph
+        "A parcel that arrives damaged may be sent back within thirty days of delivery, in its box, and the "
+        "refund is paid to the card that bought it within five working days.",
+        "Keep the receipt.", "Keep the box.",  # each line ends a sentence: nothing is joined to it
+        "Exchanges follow the same rules as returns, but the new item ships first.",
+    ]
+    assert doc.title == "Returns and refunds"
+    # The viewer rebuilds the same text from the page's characters, so offsets mean the same in both, and
+    # a passage over two joined lines is marked on both lines.
+    from rag.viewer import marks_for, pdf_layout
+    text, boxes = pdf_layout(data)
+    assert text == doc.text and len(boxes) == len(text)
+    start = text.index("delivery")
+    end = text.index("working days.") + len("working days.")
+    marks = marks_for(boxes[start:end])
+    assert [m.page for m in marks] == [1] and len(marks[0].rects) == 2
+
+
 @pytest.mark.parametrize("case", ["random", "empty", "png", "encrypted", "image_only", "truncated"])
 def test_bad_pdfs_fail_with_a_reason(tmp_path, case):
     p = tmp_path / f"{case}.pdf"
