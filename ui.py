@@ -135,11 +135,7 @@ def open_workspace(key: str, _settings: rag.Settings) -> Workspace:
 def workspace() -> Workspace:
     """This session's workspace (the engine of the folder chosen in the sidebar)."""
     settings = session_settings()
-    ws = open_workspace(engine_key(settings), settings)
-    # A whole-page run draws everything as it is now: the queue panel redraws the page only when, between
-    # two of its own timed runs, the queue empties.
-    st.session_state["queue_busy"] = ws.engine.indexing() > 0
-    return ws
+    return open_workspace(engine_key(settings), settings)
 
 
 def search(ws: Workspace, question: str, candidates: int, history: list[str] | None = None,

@@ -165,10 +165,11 @@ def _every(ws: Workspace) -> float:
 def queue_panel(ws: Workspace, recent: int = 12) -> None:
     """The queue, redrawn by itself while the person chats: files waiting or running (with progress and a
     cancel button), failures (with their reason and a retry), the last files finished."""
-    st.fragment(run_every=_every(ws))(_queue_panel)(ws, recent)
+    every = _every(ws)
+    st.fragment(run_every=every)(_queue_panel)(ws, recent, every)
 
 
-def _queue_panel(ws: Workspace, recent: int) -> None:
+def _queue_panel(ws: Workspace, recent: int, every: float) -> None:
     engine = ws.engine
     items = engine.queue.items()
     active = [i for i in items if i.active]
@@ -197,11 +198,13 @@ def _queue_panel(ws: Workspace, recent: int) -> None:
     for item in done:
         show = st.success if item.state == "indexed" else st.info
         show(md_escape(item.label()), icon=STATE_ICON[item.state])
-    # When the queue empties, the whole page redraws once: counts and the library are up to date. When it
-    # fills (files the watcher found), too: the panels then redraw every second.
-    was_busy = st.session_state.get("queue_busy", False)
-    st.session_state["queue_busy"] = bool(active)
-    if was_busy != bool(active):
+    # `every` is the interval this panel was drawn with, fixed until the next whole-page run. When the queue
+    # empties between two of the panel's own runs, the whole page redraws once (the counts and the library
+    # are then up to date, and the panels slow down); when it fills (files the folder watcher found), too
+    # (the panels then redraw every second). A whole-page run that drew the panel with the right interval
+    # (after a drop, the queue is already full when the panel is drawn) does not run the page a second time:
+    # that second run, racing a click on another page, could take the person back to the page they left.
+    if (BUSY_EVERY if active else IDLE_EVERY) != every:
         st.rerun(scope="app")
 
 

@@ -645,3 +645,25 @@ def test_a_question_asked_before_anything_was_indexed_is_searched_again_once_som
     assert [doc for _, doc, _ in citations(at)] == ["heron.md"]
     at.run()
     assert other.searches == searches + 1  # and not again on every redraw
+
+
+def test_a_drop_runs_the_page_once_not_twice(engine, monkeypatch):
+    # The queue panel runs the whole page again when its timed redraws need another interval (the queue
+    # filled or emptied between two of them). A drop fills the queue before the panel is drawn, so the
+    # panel is drawn with the right interval and the page must not run a second time: a second run right
+    # behind the first, racing a click on another page, can take the person back to the page they left.
+    runs, reruns = [], []
+    real, real_rerun = ui_files.add_documents, ui_files.st.rerun
+    monkeypatch.setattr(ui_files, "add_documents", lambda ws: (runs.append(1), real(ws))[1])
+    monkeypatch.setattr(ui_files.st, "rerun", lambda *a, **k: (reruns.append(k), real_rerun(*a, **k)))
+    at = app().run()
+    assert engine.queue.wait_idle(120) and len(runs) == 1
+    long = "\n\n".join(f"Paragraph {i} of the kiln log: the glaze on shelf {i} fired at cone six, "
+                       "cooled overnight and came out glossy, with a faint green cast near the foot." * 3
+                       for i in range(120))
+    runs.clear()
+    at.sidebar.file_uploader(key="uploader").set_value([("kiln log.md", long.encode(), "text/markdown")]).run()
+    assert not at.exception, at.exception
+    assert engine.queue.get("kiln log.md") is not None
+    assert len(runs) == 1 and not reruns, f"the drop ran the page {len(runs)} times ({reruns})"
+    assert engine.queue.wait_idle(300)
