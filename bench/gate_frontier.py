@@ -1,0 +1,251 @@
+"""Other evidence rules, simulated on the same searches: does any keep more right passages without more bluffs?
+
+Two steps, each a subcommand:
+
+- `dump`: index the sample folder (data/) and the SQuAD 2.0 folders (../shared/eval/squad2, English and
+  Portuguese) with the default settings, search every question of bench/sample_needles.jsonl,
+  bench/sample_heldout.jsonl, bench/sample_heldout2.jsonl and SQuAD's questions.jsonl, and the 800 shipped
+  unrelated questions the calibration asks, once each, through the app's own search; keep per candidate what
+  the rules below need: per question word, whether the passage holds it and its IDF; the best sentence's
+  cosine distance; per question word, its best cosine against the passage's words (MiniLM on single words).
+  Written to OUT/frontier-<folder>.pkl.
+- `simulate`: for each rule, calibrate every folder again with it (the app's arithmetic,
+  `rag.calibration.choose_threshold`: 5% budget per kind of unrelated question, the folder's own topics left
+  out, the close distance from the unrelated questions' nearest) and gate every question: right passages
+  kept (of those hybrid search ranks in its top 4) and should-refuse questions answered. Development: the
+  sample set's dev half, held-out set 1, SQuAD's dev halves; test: the sample set's test half, held-out set
+  2, SQuAD's test halves (the same halves as bench/refusals.py). Prints one line per rule and split.
+
+Rules (each at several min_support / close_support): the shipped one; word weights multiplied by how rare the
+word is in its language (needs the `wordfreq` package, which the app does not depend on: skipped without it);
+no close relaxation for a question holding a rare word (Zipf < 4.5, wordfreq again) the folder never uses;
+the best sentence's distance in place of the chunk's; a missing word counted as held when some word of the
+passage is within a cosine of it (MiniLM word vectors); the close distance at a percentile of the unrelated
+questions' nearest distances instead of their minimum. Results: docs/benchmarks.md, "The frontier".
+
+What it does not do: change the app. The code rule (rag.gate) is not simulated: no question here names a
+code except the sample's few error codes.
+
+    .venv/bin/python bench/gate_frontier.py dump [--out bench/out] [--squad ../shared/eval/squad2]
+    .venv/bin/python bench/gate_frontier.py simulate [--out bench/out]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import pickle
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+
+import rag  # noqa: E402
+from rag import load_settings  # noqa: E402
+from rag.calibration import KINDS, _just_under, choose_threshold, question_kinds, unrelated_questions  # noqa: E402
+from rag.chunk import sentences  # noqa: E402
+from rag.evaluate import contains, load_questions  # noqa: E402
+from rag.lexical import QUESTION_FILLER, _TOKEN, _stopwords, fold, term_tokens  # noqa: E402
+from rag.search import hybrid_search  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from refusals import half  # noqa: E402
+
+SAMPLE_SETS = {"sample_needles.jsonl": "sample", "sample_heldout.jsonl": "set 1", "sample_heldout2.jsonl": "set 2"}
+BUDGET, FLOOR, CEILING = 0.05, 0.30, 0.80
+
+
+# --- dump --------------------------------------------------------------------------------------------------
+
+def _row(c, r, snap) -> dict:
+    """What the rules need of one candidate: its distance, rank, names, and per question word (held, idf)."""
+    pos = snap.pos[c.chunk_id]
+    clang = snap.chunks[pos].meta.get("lang", "")
+    words = []
+    for t in r.terms:
+        toks = term_tokens(t, clang)
+        if toks:
+            words.append((t, all(snap.lexical._holds(pos, x) for x in toks), max(snap.lexical.idf(x) for x in toks)))
+    return {"id": c.chunk_id, "distance": c.distance, "fused_rank": c.fused_rank, "content": c.content,
+            "names": bool(c.unknown_names), "words": words}
+
+
+def _searched(r, snap) -> dict:
+    lang = r.language or "en"
+    return {"question": r.question, "detected": lang, "terms": list(r.terms),
+            "unused": [t for t in r.terms if snap.chunks and snap.lexical.unused(t)],
+            "rows": [_row(c, r, snap) for c in r.candidates]}
+
+
+def dump(out: Path, squad: Path) -> None:
+    embedder = rag.load_embedder()
+    folders = [("sample", ROOT / "data", [ROOT / "bench" / f for f in SAMPLE_SETS]),
+               ("squad-en", squad / "en" / "docs", [squad / "en" / "questions.jsonl"]),
+               ("squad-pt", squad / "pt" / "docs", [squad / "pt" / "questions.jsonl"])]
+    stop = _stopwords("en") | _stopwords("pt") | QUESTION_FILLER
+    for name, folder, files in folders:
+        settings = load_settings(config=out / "none.toml", env={}, folder=folder, index_dir=out / f"idx-{name}")
+        engine = rag.Engine(settings, embedder=embedder)
+        engine.sync()
+        snap = engine.snapshot
+        unrelated = []
+        for lang in ("en", "pt"):
+            qs, kinds = unrelated_questions(lang), question_kinds(lang)
+            vectors = embedder.embed_batch([q for _, q in qs])
+            for kind, (topic, q), v in zip(kinds, qs, vectors):
+                r = hybrid_search(q, embedder=embedder, snapshot=snap, settings=settings,
+                                  weights=engine.fusion_weights(settings, q), vector=v)
+                unrelated.append({**_searched(r, snap), "lang": lang, "kind": kind, "topic": topic})
+        asked = []
+        for path in files:
+            raw = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            for q, d in zip(load_questions(path), raw):
+                r = engine.search(q.question)
+                part = SAMPLE_SETS.get(path.name, name)
+                split = "dev" if part == "set 1" else "test" if part == "set 2" else half(d.get("id") or q.question)
+                asked.append({**_searched(r, snap), "set": part, "split": split, "lang": q.lang or "en",
+                              "needle": q.needle, "kind": q.kind or ("should-refuse" if q.refuse else "answerable")})
+        # The best sentence's distance, and each question word's best cosine against the passage's words.
+        searched = unrelated + asked
+        chunks = {row["id"]: row["content"] for s in searched for row in s["rows"]}
+        sents, owner = [], []
+        for cid, text in chunks.items():
+            for a, b in sentences(text) or [(0, len(text))]:
+                if text[a:b].strip():
+                    sents.append(" ".join(text[a:b].split()))
+                    owner.append(cid)
+        by_chunk: dict[str, list] = {}
+        for cid, v in zip(owner, embedder.embed_batch(sents)):
+            by_chunk.setdefault(cid, []).append(v)
+        words = {cid: sorted({w for w in (m.group() for m in _TOKEN.finditer(t.lower()))
+                              if len(w) > 2 and fold(w) not in stop}) for cid, t in chunks.items()}
+        vocab = sorted({w for ws in words.values() for w in ws} | {t for s in searched for t in s["terms"]})
+        wv = dict(zip(vocab, embedder.embed_batch(vocab)))
+        qv = dict(zip([s["question"] for s in searched], embedder.embed_batch([s["question"] for s in searched])))
+        for s in searched:
+            for row in s["rows"]:
+                sv = np.stack(by_chunk[row["id"]]) if row["id"] in by_chunk else None
+                row["sentence"] = float(1 - (sv @ qv[s["question"]]).max()) if sv is not None else row["distance"]
+                m = np.stack([wv[w] for w in words[row["id"]]]) if words[row["id"]] else None
+                row["near"] = {t: float((m @ wv[t]).max()) if m is not None else 0.0 for t in s["terms"]}
+        with (out / f"frontier-{name}.pkl").open("wb") as fh:
+            pickle.dump({"unrelated": unrelated, "asked": asked}, fh)
+        print(f"{name}: {len(unrelated)} unrelated, {len(asked)} asked, {len(chunks)} passages", flush=True)
+        engine.close()
+
+
+# --- simulate ----------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _zipf(word: str, lang: str) -> float:
+    import wordfreq
+
+    return wordfreq.zipf_frequency(word, lang)
+
+
+def _support(row: dict, weight, near: float | None = None) -> float:
+    total = sum(weight(t, idf) for t, _, idf in row["words"])
+    held = sum(weight(t, idf) for t, h, idf in row["words"] if h or (near is not None and row["near"][t] >= near))
+    return held / total if total else 1.0
+
+
+def _calibrate(unrelated: list[dict], passes, distance, percentile: float, min_support: float) -> dict:
+    """Per language (threshold, close): the app's calibration arithmetic with a rule's tests."""
+    out = {}
+    for lang in ("en", "pt"):
+        qs = [u for u in unrelated if u["lang"] == lang]
+        topics = [u["topic"] for u in qs]
+        plain = [min((distance(r) for r in u["rows"] if r["support"] + 1e-9 >= min_support), default=math.inf)
+                 for u in qs]
+        _, _, excluded, _ = choose_threshold(plain, topics, BUDGET, FLOOR, CEILING)
+        nearest = sorted(min((distance(r) for r in u["rows"]), default=math.inf)
+                         for u, t in zip(qs, topics) if t not in excluded)
+        close = _just_under(nearest[int(percentile * len(nearest))])
+        values = [min((distance(r) for r in u["rows"] if passes(r, u, close)), default=math.inf) for u in qs]
+        thresholds = []
+        for kind, _ in KINDS:
+            mine = [i for i, u in enumerate(qs) if u["kind"] == kind]
+            t, *_ = choose_threshold([values[i] for i in mine], [topics[i] for i in mine], BUDGET, FLOOR, CEILING,
+                                     exclude=excluded)
+            thresholds.append(t)
+        out[lang] = (min(thresholds), close)
+    return out
+
+
+def _rule(name: str, min_support: float, close_support: float, **kw):
+    """(weight, passes, distance, percentile) for a named rule."""
+    weight = (lambda t, idf, lang: idf * max(0.0, 7.0 - _zipf(t, lang))) if name == "rarity" else \
+        (lambda t, idf, lang: idf)
+    distance = (lambda r: r["sentence"]) if name == "sentence" else (lambda r: r["distance"])
+
+    def passes(row: dict, s: dict, close: float) -> bool:
+        denied = row["names"] or (name == "rare-unused" and any(_zipf(t, s["detected"]) < 4.5 for t in s["unused"]))
+        need = close_support if distance(row) <= close and not denied else min_support
+        return row["support"] + 1e-9 >= need
+
+    return weight, passes, distance, kw.get("percentile", 0.0), kw.get("near")
+
+
+def simulate(out: Path) -> None:
+    data = {p.stem.removeprefix("frontier-"): pickle.load(p.open("rb")) for p in sorted(out.glob("frontier-*.pkl"))}
+    if not data:
+        sys.exit(f"nothing dumped in {out}: run `dump` first")
+    try:
+        import wordfreq  # noqa: F401
+        rare = ["rarity", "rare-unused"]
+    except ImportError:
+        rare = []
+        print("wordfreq is not installed: the two rules that read word rarity are skipped")
+    rules = [("shipped", 0.5, 0.2, {})]
+    rules += [(r, ms, cs, {}) for r in rare for ms, cs in ((0.5, 0.2), (0.5, 0.1))]
+    rules += [("sentence", ms, cs, {}) for ms, cs in ((0.5, 0.2), (0.4, 0.2))]
+    rules += [("near-words", 0.5, 0.2, {"near": n}) for n in (0.85, 0.75, 0.65)]
+    rules += [("close-percentile", 0.5, cs, {"percentile": p}) for p in (0.02, 0.05) for cs in (0.2, 0.3)]
+    rules += [("shipped", ms, cs, {}) for ms, cs in ((0.4, 0.1), (0.5, 0.0))]
+    for name, ms, cs, kw in rules:
+        weight, passes, distance, percentile, near = _rule(name, ms, cs, **kw)
+        tally: dict[tuple[str, str], list[int]] = {}
+        for folder, d in data.items():
+            for s in d["unrelated"] + d["asked"]:
+                for row in s["rows"]:
+                    row["support"] = _support(row, lambda t, idf: weight(t, idf, s["detected"]), near)
+            cal = _calibrate(d["unrelated"], passes, distance, percentile, ms)
+            for s in d["asked"]:
+                threshold, close = cal.get(s["lang"], cal["en"])
+                kept = [r for r in s["rows"] if distance(r) <= threshold and passes(r, s, close)][:4]
+                group = f"{s['set']} {s['lang']}" if folder == "sample" else folder
+                t = tally.setdefault((s["split"], group), [0, 0, 0, 0])
+                if s["kind"] == "answerable":
+                    if any(r["fused_rank"] <= 4 and contains(r["content"], s["needle"]) for r in s["rows"]):
+                        t[1] += 1
+                        t[0] += any(contains(r["content"], s["needle"]) for r in kept)
+                elif s["kind"] != "near-miss":
+                    t[3] += 1
+                    t[2] += bool(kept)
+        label = f"{name}{' ' + str(kw) if kw else ''} ({ms} / {cs})"
+        for split in ("dev", "test"):
+            cells = [f"{g}: kept {k}/{n}, answered {b}/{m}" for (sp, g), (k, n, b, m) in sorted(tally.items()) if sp == split]
+            print(f"{label:52} {split:4} " + "; ".join(cells), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("step", choices=["dump", "simulate"])
+    p.add_argument("--out", default=str(ROOT / "bench" / "out"))
+    p.add_argument("--squad", default=str(ROOT.parent / "shared" / "eval" / "squad2"))
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.step == "dump":
+        dump(out, Path(args.squad))
+    else:
+        simulate(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
