@@ -4,8 +4,9 @@ Every offset elsewhere in the engine (chunk start/end, `#char=` fragments, the p
 position in `Extracted.text`. For Markdown and plain text that text is the file itself with line endings
 normalised to `\\n`, so a `#char=a,b` fragment points into the file as the person sees it. For PDFs it is
 the pages' text blocks joined by blank lines (a block that goes on with the sentence of the one above it,
-a printed line in a block of its own, is joined to it with a space instead), with page headers and footers
-that repeat on most pages dropped, plus `page_starts` to map an offset back to its page.
+a printed line in a block of its own, is joined to it with a space instead, and so is a sentence that goes
+on over a page break), with page headers and footers that repeat on most pages dropped, plus `page_starts`
+to map an offset back to its page.
 
 What it does not do: OCR (an image-only PDF fails with that reason), guess encodings (text must be
 UTF-8), or keep formatting. A file that cannot be read raises `ExtractionError` with a reason a person
@@ -38,7 +39,7 @@ import yaml
 from markdown_it import MarkdownIt
 
 SUPPORTED = {".md": "md", ".markdown": "md", ".txt": "txt", ".pdf": "pdf"}
-EXTRACTOR_VERSIONS = {"md": "md-2", "txt": "txt-1", "pdf": "pdf-2"}
+EXTRACTOR_VERSIONS = {"md": "md-2", "txt": "txt-1", "pdf": "pdf-3"}
 TITLE_MAX = 80  # a first line longer than this is a paragraph, not a title
 
 
@@ -278,6 +279,26 @@ def _continues(prev: tuple[float, float, float, float], prev_size: float, prev_t
     return -0.2 * size <= gap < 1.2 * size and abs(box[0] - prev[0]) <= 2 * size and prev[2] >= box[2] - 6 * size
 
 
+def _page_break(last: tuple | None, first: tuple | None) -> str:
+    """What joins two pages' text: a space when the next page's first block goes on with the sentence of
+    the last block before it (a paragraph, longer than a title, with no sentence end; the same font size;
+    the same left edge within two ems), else a blank line. Blocks: (text, largest font size, in a margin,
+    left edge).
+
+    >>> para = "A parcel that arrives damaged may be sent back within thirty days, and the refund is paid"
+    >>> _page_break((para, 11, False, 72), ("within five days.", 11, False, 72))
+    ' '
+    >>> _page_break((para + ".", 11, False, 72), ("Exchanges", 11, False, 72))
+    '\\n\\n'
+    >>> _page_break(("Returns and refunds", 11, False, 72), ("A parcel that...", 11, False, 72))  # a heading
+    '\\n\\n'
+    """
+    if last is None or first is None or len(last[0]) <= TITLE_MAX or last[0].rstrip()[-1] in _SENTENCE_END:
+        return "\n\n"
+    same = first[1] and abs(last[1] - first[1]) <= 0.5 and abs(last[3] - first[3]) <= 2 * first[1]
+    return " " if same else "\n\n"
+
+
 def _union(a: tuple, b: tuple) -> tuple:
     return (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
 
@@ -305,7 +326,7 @@ def _extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
         if doc.page_count == 0:
             raise ExtractionError("the PDF has no pages")
         warnings = ["the PDF was damaged and has been repaired while reading; check its text"] if doc.is_repaired else []
-        pages: list[list[tuple[str, float, bool]]] = []  # per page: (block text, largest font size, in a margin)
+        pages: list[list[tuple]] = []  # per page: (block text, largest font size, in a margin, left edge)
         sizes: Counter[float] = Counter()
         try:
             for page in doc:
@@ -331,10 +352,10 @@ def _extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
                     elif lines:
                         raw.append((lines, big, box))
                 blocks = []
-                for lines, big, (_, y0, _, y1) in raw:
+                for lines, big, (x0, y0, _, y1) in raw:
                     text = _normalise_block("\n".join(lines))
                     if text:
-                        blocks.append((text, big, y1 < 0.12 * height or y0 > 0.88 * height))
+                        blocks.append((text, big, y1 < 0.12 * height or y0 > 0.88 * height, x0))
                 pages.append(blocks)
             toc = doc.get_toc(simple=True)
             meta_title = _clean_heading((doc.metadata or {}).get("title") or "")
@@ -356,13 +377,16 @@ def _extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
     toc_by_page: dict[int, list[tuple[int, str]]] = {}
     for lvl, title, pno in toc:
         toc_by_page.setdefault(pno, []).append((lvl, _clean_heading(title)))
+    last = None  # the last block written, for a sentence that goes on over the page break
     for pno, blocks in enumerate(pages, start=1):
         if parts:
-            parts.append("\n\n")
-            pos += 2
+            sep = _page_break(last, blocks[0] if blocks else None)
+            parts.append(sep)
+            pos += len(sep)
         page_starts.append(pos)
         wanted = list(toc_by_page.get(pno, []))
-        for i, (text, big, _) in enumerate(blocks):
+        last = blocks[-1] if blocks else None
+        for i, (text, big, *_) in enumerate(blocks):
             if i:
                 parts.append("\n\n")
                 pos += 2
@@ -408,14 +432,14 @@ def _extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
                      empty_pages=empty, warnings=warnings)
 
 
-def _drop_furniture(pages: list[list[tuple[str, float, bool]]]) -> list[list[tuple[str, float, bool]]]:
+def _drop_furniture(pages: list[list[tuple]]) -> list[list[tuple]]:
     """Drop running headers and footers: blocks in the top or bottom margin whose digit-blind text
     repeats on most pages ("Handbook — page 3" and "Handbook — page 4" are the same furniture)."""
     if len(pages) < 3:
         return pages
     seen: Counter[str] = Counter()
     for blocks in pages:
-        seen.update({_furniture_key(t) for t, _, margin in blocks if margin})
+        seen.update({_furniture_key(b[0]) for b in blocks if b[2]})
     limit = max(3, int(0.6 * len(pages)))
     furniture = {k for k, n in seen.items() if n >= limit and len(k) <= 120}
     if not furniture:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from rag.extract import _CONTROL, _continues, _drop_furniture, _union, extract_bytes
+from rag.extract import _CONTROL, _continues, _drop_furniture, _page_break, _union, extract_bytes
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points
 
@@ -129,7 +129,7 @@ def pdf_layout(data: bytes) -> tuple[str, list[tuple[int, Box] | None]]:
     None for characters the extractor adds (joining spaces, blank lines between blocks and pages)."""
     import pymupdf
 
-    pages: list[list[tuple[str, float, bool]]] = []
+    pages: list[list[tuple]] = []
     tracked: dict[int, list[tuple[int, Box] | None]] = {}  # id of a block's triple -> its boxes
     with pymupdf.open(stream=data, filetype="pdf") as doc:
         for pno, page in enumerate(doc, start=1):
@@ -163,19 +163,22 @@ def pdf_layout(data: bytes) -> tuple[str, list[tuple[int, Box] | None]]:
                 elif b["lines"]:
                     raw.append((chars, boxes, big, box, last))
             blocks = []
-            for chars, boxes, big, (_, y0, _, y1), _ in raw:
+            for chars, boxes, big, (x0, y0, _, y1), _ in raw:
                 text, kept = _normalise_tracked("".join(chars), boxes)
                 if text:
-                    triple = (text, big, y1 < 0.12 * height or y0 > 0.88 * height)
+                    triple = (text, big, y1 < 0.12 * height or y0 > 0.88 * height, x0)
                     tracked[id(triple)] = kept
                     blocks.append(triple)
             pages.append(blocks)
     out_text: list[str] = []
     out_boxes: list[tuple[int, Box] | None] = []
-    for pno, blocks in enumerate(_drop_furniture(pages)):
-        if pno:
-            out_text.append("\n\n")
-            out_boxes += [None, None]
+    last = None
+    for blocks in _drop_furniture(pages):
+        if out_text:  # as rag.extract: nothing before the first text, however many empty pages come first
+            sep = _page_break(last, blocks[0] if blocks else None)
+            out_text.append(sep)
+            out_boxes += [None] * len(sep)
+        last = blocks[-1] if blocks else None
         for i, triple in enumerate(blocks):
             if i:
                 out_text.append("\n\n")

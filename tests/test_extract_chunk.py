@@ -240,6 +240,38 @@ def test_pdf_lines_of_one_sentence_are_joined_but_paragraphs_and_headings_stay_a
     assert [m.page for m in marks] == [1] and len(marks[0].rects) == 2
 
 
+def test_a_sentence_over_a_page_break_stays_one_sentence_and_an_empty_first_page_adds_nothing():
+    doc = pymupdf.open()
+    doc.new_page()  # a cover with no text (an image, a blank page)
+    first = "A parcel that arrives damaged may be sent back within thirty days of delivery, in its box, and"
+    ended = "Keep the receipt with the parcel, and keep the box it came in until the refund has been paid."
+    page = doc.new_page()
+    page.insert_text((72, 700), "Returns", fontsize=16)
+    page.insert_text((72, 760), first, fontsize=10)  # the last line of page 2 ...
+    page = doc.new_page()
+    page.insert_text((72, 72), "the refund is paid within five working days.", fontsize=10)  # ... goes on here
+    page.insert_text((72, 200), ended, fontsize=10)
+    page = doc.new_page()
+    page.insert_text((72, 72), "Exchanges follow the same rules.", fontsize=10)
+    data = doc.tobytes()
+    doc.close()
+    extracted = extract_bytes(data, "returns.pdf")
+    text = extracted.text
+    assert text.startswith("Returns\n\n")  # nothing for the empty cover
+    assert first + " the refund is paid within five working days." in text  # one sentence over the break
+    assert ended + "\n\nExchanges" in text  # a sentence that ended: the pages stay apart
+    assert text[extracted.page_starts[2]:].startswith("the refund is paid")
+    assert text[extracted.page_starts[3]:].startswith("Exchanges")
+    # The viewer rebuilds the same text (it once added a blank line for the empty cover, so every mark of
+    # such a PDF was refused as "changed since indexing").
+    from rag.viewer import pdf_layout
+    rebuilt, boxes = pdf_layout(data)
+    assert rebuilt == text and len(boxes) == len(text)
+    # The chunk holding the sentence says it runs over pages 2 and 3.
+    chunk = next(c for c in chunk_document(extracted, strategy("E")) if "within thirty days" in c.content)
+    assert "five working days" in chunk.content and chunk.page == 2 and chunk.page_end >= 3
+
+
 @pytest.mark.parametrize("case", ["random", "empty", "png", "encrypted", "image_only", "truncated"])
 def test_bad_pdfs_fail_with_a_reason(tmp_path, case):
     p = tmp_path / f"{case}.pdf"
