@@ -262,8 +262,8 @@ def test_a_sentence_over_a_page_break_stays_one_sentence_and_an_empty_first_page
     assert ended + "\n\nExchanges" in text  # a sentence that ended: the pages stay apart
     assert text[extracted.page_starts[2]:].startswith("the refund is paid")
     assert text[extracted.page_starts[3]:].startswith("Exchanges")
-    # The viewer rebuilds the same text (it once added a blank line for the empty cover, so every mark of
-    # such a PDF was refused as "changed since indexing").
+    # The viewer rebuilds the same text (it once added a blank line for the empty cover, so no passage of
+    # such a PDF was marked: "the PDF's text could not be matched to its page layout").
     from rag.viewer import pdf_layout
     rebuilt, boxes = pdf_layout(data)
     assert rebuilt == text and len(boxes) == len(text)
