@@ -303,6 +303,26 @@ def _union(a: tuple, b: tuple) -> tuple:
     return (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
 
 
+def _join_continued(blocks, join) -> list[tuple]:
+    """A page's blocks, (content, largest font size, bbox, last line's text) in reading order, with each
+    block that goes on with the sentence of the one before it (`_continues`) joined to it by
+    `join(before, after)`. The extractor's content is the block's lines; the viewer's, its characters and
+    their boxes: one rule for both, so their texts (and so every offset) agree.
+
+    >>> _join_continued([(["documents do not"], 11, (72, 60, 520, 74), "documents do not"),
+    ...                  (["support it."], 11, (72, 76, 300, 90), "support it.")], lambda a, b: a + b)
+    [(['documents do not', 'support it.'], 11, (72, 60, 520, 90), 'support it.')]
+    """
+    out: list[tuple] = []
+    for content, big, box, last in blocks:
+        if out and _continues(out[-1][2], out[-1][1], out[-1][3], box, big):
+            before, before_big, before_box, _ = out[-1]
+            out[-1] = (join(before, content), max(before_big, big), _union(before_box, box), last)
+        else:
+            out.append((content, big, box, last))
+    return out
+
+
 def _furniture_key(text: str) -> str:
     return re.sub(r"\d+", "#", re.sub(r"\s+", " ", text.lower())).strip()
 
@@ -330,7 +350,7 @@ def _extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
         sizes: Counter[float] = Counter()
         try:
             for page in doc:
-                raw: list[tuple[list[str], float, tuple]] = []  # (lines, largest font size, bbox)
+                raw: list[tuple] = []  # (lines, largest font size, bbox, last line)
                 height = page.rect.height or 1.0
                 for b in page.get_text("dict", sort=True)["blocks"]:
                     if b.get("type") != 0:
@@ -344,15 +364,10 @@ def _extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
                                 sizes[round(s["size"], 1)] += len(s["text"])
                                 big = max(big, s["size"])
                         lines.append(t)
-                    box = tuple(b["bbox"])
-                    if raw and _continues(raw[-1][2], raw[-1][1], raw[-1][0][-1], box, big):
-                        # (rag.viewer.pdf_layout joins the same blocks the same way: offsets must agree)
-                        p_lines, p_big, p_box = raw[-1]
-                        raw[-1] = (p_lines + lines, max(p_big, big), _union(p_box, box))
-                    elif lines:
-                        raw.append((lines, big, box))
+                    if lines:
+                        raw.append((lines, big, tuple(b["bbox"]), lines[-1]))
                 blocks = []
-                for lines, big, (x0, y0, _, y1) in raw:
+                for lines, big, (x0, y0, _, y1), _ in _join_continued(raw, lambda a, b: a + b):
                     text = _normalise_block("\n".join(lines))
                     if text:
                         blocks.append((text, big, y1 < 0.12 * height or y0 > 0.88 * height, x0))

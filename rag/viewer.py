@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from rag.extract import _CONTROL, _continues, _drop_furniture, _page_break, _union, extract_bytes
+from rag.extract import _CONTROL, _drop_furniture, _join_continued, _page_break, extract_bytes
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points
 
@@ -134,9 +134,7 @@ def pdf_layout(data: bytes) -> tuple[str, list[tuple[int, Box] | None]]:
     with pymupdf.open(stream=data, filetype="pdf") as doc:
         for pno, page in enumerate(doc, start=1):
             height = page.rect.height or 1.0
-            # (chars, their boxes, largest font size, bbox, the last line's text) per block, with the blocks
-            # that go on with the sentence before them joined to it, as rag.extract joins them.
-            raw: list[tuple[list[str], list, float, tuple, str]] = []
+            raw: list[tuple] = []  # ((chars, their boxes), largest font size, bbox, the last line's text)
             for b in page.get_text("rawdict", sort=True)["blocks"]:
                 if b.get("type") != 0:
                     continue
@@ -155,15 +153,12 @@ def pdf_layout(data: bytes) -> tuple[str, list[tuple[int, Box] | None]]:
                         for c in span["chars"]:
                             chars.append(c["c"])
                             boxes.append((pno, tuple(c["bbox"])))
-                box = tuple(b["bbox"])
-                if raw and _continues(raw[-1][3], raw[-1][2], raw[-1][4], box, big):
-                    p_chars, p_boxes, p_big, p_box, _ = raw[-1]
-                    raw[-1] = (p_chars + ["\n"] + chars, p_boxes + [None] + boxes, max(p_big, big),
-                               _union(p_box, box), last)
-                elif b["lines"]:
-                    raw.append((chars, boxes, big, box, last))
+                if b["lines"]:
+                    raw.append(((chars, boxes), big, tuple(b["bbox"]), last))
             blocks = []
-            for chars, boxes, big, (x0, y0, _, y1), _ in raw:
+            # Lines of one sentence in blocks of their own are joined as rag.extract joins them.
+            joined = _join_continued(raw, lambda a, b: (a[0] + ["\n"] + b[0], a[1] + [None] + b[1]))
+            for (chars, boxes), big, (x0, y0, _, y1), _ in joined:
                 text, kept = _normalise_tracked("".join(chars), boxes)
                 if text:
                     triple = (text, big, y1 < 0.12 * height or y0 > 0.88 * height, x0)
