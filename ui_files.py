@@ -158,14 +158,14 @@ STATE_ICON = {"queued": ":material/schedule:", "extracting": ":material/descript
 BUSY_EVERY, IDLE_EVERY = 1.0, 5.0
 
 
-def _every(ws: Workspace) -> float:
-    return BUSY_EVERY if ws.engine.indexing() else IDLE_EVERY
+def _every(busy: bool) -> float:
+    return BUSY_EVERY if busy else IDLE_EVERY
 
 
 def queue_panel(ws: Workspace, recent: int = 12) -> None:
     """The queue, redrawn by itself while the person chats: files waiting or running (with progress and a
     cancel button), failures (with their reason and a retry), the last files finished."""
-    every = _every(ws)
+    every = _every(ws.engine.indexing() > 0)
     st.fragment(run_every=every)(_queue_panel)(ws, recent, every)
 
 
@@ -204,13 +204,13 @@ def _queue_panel(ws: Workspace, recent: int, every: float) -> None:
     # (the panels then redraw every second). A whole-page run that drew the panel with the right interval
     # (after a drop, the queue is already full when the panel is drawn) does not run the page a second time:
     # that second run, racing a click on another page, could take the person back to the page they left.
-    if (BUSY_EVERY if active else IDLE_EVERY) != every:
+    if _every(bool(active)) != every:
         st.rerun(scope="app")
 
 
 def indexing_note(ws: Workspace) -> None:
     """One line in the chat while files are still being indexed."""
-    st.fragment(run_every=_every(ws))(_indexing_note)(ws)
+    st.fragment(run_every=_every(ws.engine.indexing() > 0))(_indexing_note)(ws)
 
 
 def _indexing_note(ws: Workspace) -> None:
