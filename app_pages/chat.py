@@ -1,7 +1,8 @@
 """The chat: ask the folder, see the evidence or the reason for a refusal, move the threshold live.
 
 Each question is searched once (`engine.search`, with the conversation's earlier queries, so a follow-up
-such as "and for PDFs?" is searched in its standalone form, shown as "Searched as: ..."); its
+such as "and for PDFs?" is searched in its standalone form, shown as "Searched as: ...", or alone when
+only that finds its own words, shown as "Searched on its own: ..."); its
 `SearchResult` is kept with the turn in `st.session_state`. Every rerun re-gates the last turn with the
 sidebar's threshold and chunk cap (`rag.gate`), so moving the slider changes verdicts, the answer and its
 citations without searching again. Answers are remembered per turn by answer mode and kept passages:
@@ -291,8 +292,8 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
     gated = rag.gate(turn["result"], t_threshold, t_max, rule)
     ans = None
     with st.chat_message("assistant"):
-        if turn["result"].query != turn["question"]:  # a follow-up, searched with what it refers to
-            st.caption(f"Searched as: {ui.md_escape(turn['result'].query)}")
+        if turn["result"].searched_note:  # a follow-up, searched with what it refers to (or tried so)
+            st.caption(ui.md_escape(turn["result"].searched_note))
         # Fixed places, whatever the state: the answer (or the refusal), then the sources. When the
         # slider turns an answer into a refusal, an empty element takes the sources' place, so their
         # cards go at once instead of lingering until the rest of the page is drawn.

@@ -80,6 +80,7 @@ def turn_to_json(turn: Turn) -> dict:
         "candidates": [dict(dataclasses.asdict(c), verdict=v) for c, v in zip(turn.gated.candidates, turn.gated.verdicts)],
         "mode": turn.answer.mode,
         "searched_as": turn.result.query,
+        "joined_tried": turn.result.joined_tried or None,
         "note": turn.answer.note,
         "flags": turn.answer.flags,
         "prompt_tokens": turn.answer.prompt_tokens,
@@ -93,8 +94,8 @@ def _fmt(x) -> str:
 
 def print_turn(turn: Turn) -> None:
     g, a = turn.gated, turn.answer
-    if turn.result.query != turn.question:
-        print(f"(searched as: {turn.result.query})")
+    if turn.result.searched_note:
+        print(f"({turn.result.searched_note})")
     print(a.text)
     if g.paraphrase_note and not a.refused:
         print(f"\n{g.paraphrase_note}")

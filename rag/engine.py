@@ -225,8 +225,20 @@ class Engine:
         if query is None and history:
             query = self.standalone_query(question, history, settings)
         snapshot = self.snapshot  # one reference: a publish during this search cannot mix two states
-        return hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=settings,
-                             doc_ids=doc_ids, query=query, weights=self.fusion_weights(settings, question))
+        weights = self.fusion_weights(settings, question)
+        result = hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=settings,
+                               doc_ids=doc_ids, query=query, weights=weights)
+        if query and query != question and query.endswith(question) and not _holds_own_words(result, settings):
+            # A follow-up by its form that names a subject of its own ("And what does the slider change?"
+            # after a question about refusals): joined to the previous question, the search found only
+            # that question's passages. When the question alone finds a passage holding its own words,
+            # that search is the one shown; else the joined one stays (and its refusal names the words).
+            alone = hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=settings,
+                                  doc_ids=doc_ids, weights=weights)
+            if alone.terms and _holds_own_words(alone, settings):  # "Why?" has no words of its own to hold
+                alone.joined_tried = query
+                return alone
+        return result
 
     def standalone_query(self, question: str, history: Sequence[str], settings: Settings | None = None) -> str:
         """What to search for `question` after `history`: the question itself unless it is a follow-up
@@ -405,3 +417,10 @@ class Engine:
 
 
 LANGUAGE_NAMES = {"en": "English", "pt": "Portuguese"}
+
+
+def _holds_own_words(result: SearchResult, settings: Settings) -> bool:
+    """Whether some candidate holds enough of the question's own words in full (`min_support`, or a code
+    it names): read off support alone, so the choice between two searches does not move with the slider."""
+    rule = SupportRule(min_support=settings.min_support)
+    return any(rule.holds_in_full(c) for c in result.candidates)

@@ -32,6 +32,8 @@ from rag.llm import ChatClient
 #  3. it leans on a referring word ("it", "they", "that", "the rest", "isso", "ele", ...) and names at
 #     most two content words of its own ("How do I fix it?", "What value of k does it use?").
 # A follow-up is searched with the previous question joined in front of it; everything else alone.
+# (`Engine.search` then searches a follow-up alone after all when no passage of the joined search holds
+# enough of its own words and one of its own search does.)
 _OPENERS = ("and", "also", "what about", "how about", "but", "or", "then", "so what about",
             "e", "e para", "e quanto", "e se", "quanto a", "mas", "tambem", "ou", "entao", "e o", "e a", "e os", "e as")
 _REFERRING = frozenset(fold(w) for w in """it its they them their theirs this that these those he she him her

@@ -224,6 +224,17 @@ class SearchResult:
     # words). Without feedback: every candidate is the first ranking's and `expansion` is empty.
     kept_first: int = 0
     expansion: tuple[str, ...] = ()
+    # A follow-up by its form searched alone (`Engine.search`): the joined query that was tried first and
+    # found no passage holding enough of this question's own words. "" otherwise.
+    joined_tried: str = ""
+
+    @property
+    def searched_note(self) -> str:
+        """What was searched, when it is not the question as asked (a follow-up), else ""."""
+        if self.joined_tried:
+            return (f"Searched on its own: with the previous question (\"{self.joined_tried}\") no passage held "
+                    f"enough of its own words.")
+        return f"Searched as: {self.query}" if self.query != self.question else ""
 
     @property
     def feedback_note(self) -> str:

@@ -499,6 +499,15 @@ def test_unrelated_questions_are_refused_and_the_refusal_names_the_failed_test(e
         ["Searched as: How do I upload a PDF? Capital of Peru?"]
     assert citations(last) == []
     assert any(t.value.startswith("NO ANSWER") and "Capital of Peru?" in t.value for t in last.text)
+    # A follow-up by its form with a subject of its own, which the search joined to the question before
+    # finds nowhere (Portuguese passages about refusals): searched alone, and the caption says why.
+    at.chat_input[0].set_value("Como é que a aplicação decide recusar uma pergunta?").run()
+    at.chat_input[0].set_value("And what does the slider change?").run()
+    last = at.chat_message[-1]
+    assert [plain(c.value) for c in last.caption if c.value.startswith("Searched")] == \
+        ['Searched on its own: with the previous question ("Como é que a aplicação decide recusar uma pergunta? '
+         'And what does the slider change?") no passage held enough of its own words.']
+    assert citations(last)
 
 
 def test_a_question_naming_what_the_folder_never_mentions_is_refused_and_says_why(engine):

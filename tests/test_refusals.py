@@ -254,6 +254,29 @@ def test_chocolate_cake_and_peru_after_a_turn_are_refused_by_default(sample_engi
     assert peru.gated.refusal.startswith("NO ANSWER")
 
 
+def test_a_followup_naming_its_own_subject_is_searched_alone_when_joined_no_passage_holds_its_words(sample_engine):
+    """Found by trying the app: "And what does the slider change?" after a Portuguese question about refusals
+    is a follow-up by its form; joined to that question, the search found only Portuguese passages about
+    refusals, none saying "slider", and refused. Alone, it finds the handbook's slider section. A follow-up
+    that needs its subject keeps the joined search, and so does one that nothing in the folder supports."""
+    first = sample_engine.ask("Como é que a aplicação decide recusar uma pergunta?")
+    assert first.gated.kept
+    slider = sample_engine.ask("And what does the slider change?", history=[first.result.query])
+    assert slider.result.query == "And what does the slider change?"
+    assert slider.result.joined_tried == f"{first.result.query} And what does the slider change?"
+    assert slider.result.searched_note.startswith("Searched on its own")
+    assert slider.gated.kept and all("slider" in c.content.lower() for c in slider.gated.kept)
+
+    rrf = sample_engine.ask("What is reciprocal rank fusion?")
+    k = sample_engine.ask("What value of k does it use?", history=[rrf.result.query])
+    assert k.result.query == "What is reciprocal rank fusion? What value of k does it use?"
+    assert k.result.joined_tried == "" and k.gated.kept
+    peru = sample_engine.ask(PERU, history=[first.result.query])  # neither search holds its words: joined, refused
+    assert peru.result.query.endswith(PERU) and peru.result.query != PERU and peru.answer.refused
+    why = sample_engine.ask("Why?", history=[first.result.query])  # no words of its own: joined
+    assert why.result.query.endswith("Why?") and why.result.query != "Why?"
+
+
 @pytest.mark.parametrize("question, lang", [(EN_OK, "en"), (PT_OK, "pt"), ("O que é a distância do cosseno?", "pt"),
                                             ("Why does the app refuse to answer?", "en")])
 def test_questions_the_sample_answers_still_answer_in_each_language(sample_engine, question, lang):
