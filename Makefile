@@ -23,7 +23,7 @@ app: install
 
 test: install
 	bash scripts/install-browser.sh
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider --durations=15
 
 bench: install
 	$(BIN)/python bench/bench_engine.py
