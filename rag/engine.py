@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from rag.answer import Answer, Generator, answer as run_answer, llm_client, make_generator
-from rag.followup import followup_query, rewrite_followup
+from rag.followup import followup_query, names_own_subject, rewrite_followup
 from rag.calibration import LANGUAGES as CALIBRATED_LANGUAGES, Calibration, calibrate, questions_digest, unrelated_questions
 from rag.chunk import strategy
 from rag.embed import Embedder, load_embedder
@@ -222,20 +222,23 @@ class Engine:
         index-time ones (model, chunker, store) are the engine's."""
         self.searches += 1
         settings = settings or self.settings
+        joined = False  # searched with the previous question joined in front (not a query the caller gave)
         if query is None and history:
             query = self.standalone_query(question, history, settings)
+            joined = query != question and query.endswith(question)
         snapshot = self.snapshot  # one reference: a publish during this search cannot mix two states
         weights = self.fusion_weights(settings, question)
         result = hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=settings,
                                doc_ids=doc_ids, query=query, weights=weights)
-        if query and query != question and query.endswith(question) and not _holds_own_words(result, settings):
+        if joined and names_own_subject(question) and not _holds_own_words(result, settings):
             # A follow-up by its form that names a subject of its own ("And what does the slider change?"
             # after a question about refusals): joined to the previous question, the search found only
             # that question's passages. When the question alone finds a passage holding its own words,
             # that search is the one shown; else the joined one stays (and its refusal names the words).
+            # Not for "How do I fix it?": alone, it would be answered about fixing anything at all.
             alone = hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=settings,
                                   doc_ids=doc_ids, weights=weights)
-            if alone.terms and _holds_own_words(alone, settings):  # "Why?" has no words of its own to hold
+            if _holds_own_words(alone, settings):
                 alone.joined_tried = query
                 return alone
         return result

@@ -32,8 +32,8 @@ from rag.llm import ChatClient
 #  3. it leans on a referring word ("it", "they", "that", "the rest", "isso", "ele", ...) and names at
 #     most two content words of its own ("How do I fix it?", "What value of k does it use?").
 # A follow-up is searched with the previous question joined in front of it; everything else alone.
-# (`Engine.search` then searches a follow-up alone after all when no passage of the joined search holds
-# enough of its own words and one of its own search does.)
+# (`Engine.search` then searches a follow-up alone after all when it names its own subject, no passage of
+# the joined search holds enough of its own words, and one of its own search does: `names_own_subject`.)
 _OPENERS = ("and", "also", "what about", "how about", "but", "or", "then", "so what about",
             "e", "e para", "e quanto", "e se", "quanto a", "mas", "tambem", "ou", "entao", "e o", "e a", "e os", "e as")
 _REFERRING = frozenset(fold(w) for w in """it its they them their theirs this that these those he she him her
@@ -69,6 +69,20 @@ def is_followup(question: str) -> bool:
         return True
     content = [w for w in words if w not in _FUNCTION and w not in _REFERRING]
     return any(w in _REFERRING for w in words) and len(content) <= 2
+
+
+def names_own_subject(question: str) -> bool:
+    """Whether a question names its subject itself: no referring word, and two content words or more. Such
+    a follow-up by its form ("And what does the slider change?") may be searched alone (`Engine.search`);
+    one that leans on a referring word ("How do I fix it?") or says too little ("Any limits?") may not,
+    since alone it would be answered from whatever else the folder says about fixing or limits.
+
+    >>> [names_own_subject(q) for q in ("And what does the slider change?", "How do I fix it?", "Any limits?")]
+    [True, False, False]
+    """
+    words = [fold(w) for w in _WORD.findall(question)]
+    content = [w for w in words if w not in _FUNCTION and w not in _REFERRING]
+    return not any(w in _REFERRING for w in words) and len(content) >= 2
 
 
 def followup_query(question: str, previous: Sequence[str]) -> str | None:

@@ -275,6 +275,11 @@ def test_a_followup_naming_its_own_subject_is_searched_alone_when_joined_no_pass
     assert peru.result.query.endswith(PERU) and peru.result.query != PERU and peru.answer.refused
     why = sample_engine.ask("Why?", history=[first.result.query])  # no words of its own: joined
     assert why.result.query.endswith("Why?") and why.result.query != "Why?"
+    # Leaning on "it": alone, passages that say "change" about anything would answer it. It stays joined
+    # (where no passage holds "change") and is refused.
+    change = sample_engine.ask("And how do I change it?", history=[first.result.query])
+    assert change.result.joined_tried == "" and change.result.query.endswith(" And how do I change it?")
+    assert change.answer.refused
 
 
 @pytest.mark.parametrize("question, lang", [(EN_OK, "en"), (PT_OK, "pt"), ("O que é a distância do cosseno?", "pt"),
