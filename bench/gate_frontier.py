@@ -116,12 +116,7 @@ def dump(out: Path, squad: Path) -> None:
         # The best sentence's distance, and each question word's best cosine against the passage's words.
         searched = unrelated + asked
         chunks = {row["id"]: row["content"] for s in searched for row in s["rows"]}
-        sents, owner = [], []
-        for cid, text in chunks.items():
-            for a, b in sentences(text) or [(0, len(text))]:
-                if text[a:b].strip():
-                    sents.append(" ".join(text[a:b].split()))
-                    owner.append(cid)
+        sents, owner = _sentences(chunks)
         by_chunk: dict[str, list] = {}
         for cid, v in zip(owner, embedder.embed_batch(sents)):
             by_chunk.setdefault(cid, []).append(v)
@@ -143,6 +138,17 @@ def dump(out: Path, squad: Path) -> None:
         engine.close()
 
 
+def _sentences(chunks: dict[str, str]) -> tuple[list[str], list[str]]:
+    """Every passage's sentences (whitespace collapsed), and beside each the id of its passage."""
+    sents, owner = [], []
+    for cid, text in chunks.items():
+        for a, b in sentences(text) or [(0, len(text))]:
+            if text[a:b].strip():
+                sents.append(" ".join(text[a:b].split()))
+                owner.append(cid)
+    return sents, owner
+
+
 def _token_vectors(embedder, texts: list[str]) -> list[tuple[list[tuple[int, int]], np.ndarray]]:
     """Per text: the character spans of its word pieces and their unit vectors (MiniLM's last layer, before
     pooling); the [CLS]/[SEP] markers and pieces without a letter or digit left out."""
@@ -161,12 +167,7 @@ def _token_vectors(embedder, texts: list[str]) -> list[tuple[list[tuple[int, int
 
 def _in_context(embedder, searched: list[dict], chunks: dict[str, str]) -> None:
     """row["ctx"][word]: the question word's best cosine in context against the passage's word pieces."""
-    sents, owner = [], []
-    for cid, text in chunks.items():
-        for a, b in sentences(text) or [(0, len(text))]:
-            if text[a:b].strip():
-                sents.append(" ".join(text[a:b].split()))
-                owner.append(cid)
+    sents, owner = _sentences(chunks)
     pieces: dict[str, list] = {}
     for cid, (_, v) in zip(owner, _token_vectors(embedder, sents)):
         pieces.setdefault(cid, []).append(v)
