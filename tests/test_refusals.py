@@ -265,6 +265,7 @@ def test_a_followup_naming_its_own_subject_is_searched_alone_when_joined_no_pass
     assert slider.result.query == "And what does the slider change?"
     assert slider.result.joined_tried == f"{first.result.query} And what does the slider change?"
     assert slider.result.searched_note.startswith("Searched on its own")
+    assert slider.result.timings_ms["joined search"] > 0  # the search tried first is in the total shown
     assert slider.gated.kept and all("slider" in c.content.lower() for c in slider.gated.kept)
 
     rrf = sample_engine.ask("What is reciprocal rank fusion?")
