@@ -225,7 +225,8 @@ class Engine:
         joined = False  # searched with the previous question joined in front (not a query the caller gave)
         if query is None and history:
             query = self.standalone_query(question, history, settings)
-            joined = query != question and query.endswith(question)
+            # The join itself, not an LLM's rewrite (which is judged on its own words: rag.search).
+            joined = query == followup_query(question, history)
         snapshot = self.snapshot  # one reference: a publish during this search cannot mix two states
         weights = self.fusion_weights(settings, question)
         result = hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=settings,
