@@ -24,7 +24,8 @@ no close relaxation for a question holding a rare word (Zipf < 4.5, wordfreq aga
 the best sentence's distance in place of the chunk's; a missing word counted as held when some word of the
 passage is within a cosine of it (MiniLM word vectors), or the same in context (token outputs), for full or
 half credit; the close distance at a percentile of the unrelated questions' nearest distances instead of
-their minimum. Results: docs/benchmarks.md, "The frontier".
+their minimum; no support needed by a passage far under the close distance (`very-close`). Results:
+docs/benchmarks.md, "The frontier".
 
 What it does not do: change the app. The code rule (rag.gate) is not simulated: no question here names a
 code except the sample's few error codes.
@@ -245,6 +246,8 @@ def _rule(name: str, min_support: float, close_support: float, **kw):
     def passes(row: dict, s: dict, close: float) -> bool:
         denied = row["names"] or (name == "rare-unused" and any(_zipf(t, s["detected"]) < 4.5 for t in s["unused"]))
         need = close_support if distance(row) <= close and not denied else min_support
+        if name == "very-close" and not denied and distance(row) <= close - kw["below"]:
+            need = kw.get("need", 0.0)
         return row["support"] + 1e-9 >= need
 
     return weight, passes, distance, kw.get("percentile", 0.0), kw.get("near"), kw.get("credit", 1.0)
@@ -267,6 +270,7 @@ def simulate(out: Path) -> None:
     rules += [("near-context", 0.5, 0.2, {"near": n, "credit": c}) for c in (1.0, 0.5) for n in (0.75, 0.7, 0.65)]
     rules += [("close-percentile", 0.5, cs, {"percentile": p}) for p in (0.02, 0.05) for cs in (0.2, 0.3)]
     rules += [("shipped", ms, cs, {}) for ms, cs in ((0.4, 0.1), (0.5, 0.0))]
+    rules += [("very-close", 0.5, 0.2, {"below": b, "need": n}) for n in (0.0, 0.1) for b in (0.1, 0.15, 0.2, 0.25)]
     for name, ms, cs, kw in rules:
         weight, passes, distance, percentile, near, credit = _rule(name, ms, cs, **kw)
         key = "ctx" if name == "near-context" else "near"
