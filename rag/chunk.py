@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from rag.extract import Extracted
 
-CHUNKER_VERSION = "chunk-1"
+CHUNKER_VERSION = "chunk-2"  # chunk-2: no sentence end after "U.S.", "Dr.", an initial
 HEADER_MAX = 120  # characters; a header is a signpost, not a paragraph
 
 
@@ -163,7 +163,8 @@ def paragraphs(text: str, start: int, end: int) -> list[tuple[int, int]]:
 
 
 def sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
-    """Sentence (or line) spans of text[start:end], trimmed.
+    """Sentence (or line) spans of text[start:end], trimmed. A full stop after an abbreviation or an
+    initial, or before a word in lower case, does not end a sentence ("eight U.S. presidents", "Dr. Smith").
 
     >>> t = "One. Two? Three"
     >>> [t[s:e] for s, e in sentences(t)]
@@ -172,7 +173,47 @@ def sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[i
     >>> [t[s:e] for s, e in sentences(t)]
     ['He said "stop."', 'Then left.']
     """
-    return _split(_SENTENCE_END, text, start, len(text) if end is None else end)
+    out: list[tuple[int, int]] = []
+    for s, e in _split(_SENTENCE_END, text, start, len(text) if end is None else end):
+        if out and _false_end(text, out[-1][1], s):
+            out[-1] = (out[-1][0], e)
+        else:
+            out.append((s, e))
+    return out
+
+
+# Words that end with a full stop without ending the sentence, folded ("Dr. Smith", "U.S. Army", "Sra. Lima").
+_ABBREVIATIONS = frozenset("""mr mrs ms dr dra prof profa st sr sra srs jr vs cf fig approx e.g i.e u.s u.k
+    p.ex pag av""".split())
+_LAST_WORD = re.compile(r"(\w+(?:\.\w+)*)\.$")
+
+
+def _false_end(text: str, end: int, start: int) -> bool:
+    """Whether the full stop that closes text[:end] does not end a sentence, the next one starting at
+    `start` on the same line: the next word starts in lower case ("eight U.S. presidents"), or the word
+    before the stop is a known abbreviation ("Dr. Smith") or an initial before a name ("John F. Kennedy").
+
+    >>> t = "Alumni include eight U.S. presidents. Dr. Smith met John F. Kennedy. It rained."
+    >>> [t[s:e] for s, e in sentences(t)]
+    ['Alumni include eight U.S. presidents.', 'Dr. Smith met John F. Kennedy.', 'It rained.']
+    >>> t = "Take vitamin D. The dose is small."
+    >>> [t[s:e] for s, e in sentences(t)]
+    ['Take vitamin D.', 'The dose is small.']
+    """
+    if not text[end - 1:end] == "." or "\n" in text[end:start] or start >= len(text):
+        return False
+    if text[start].islower():
+        return True
+    m = _LAST_WORD.search(text, max(0, end - 40), end)
+    if not m:
+        return False
+    word = m.group(1)
+    if word.lower() in _ABBREVIATIONS:
+        return True
+    # An initial follows a capitalised word and comes before one: "John F. Kennedy", not "vitamin D. The".
+    before = text[max(0, m.start() - 40):m.start()].split()
+    return (len(word) == 1 and word.isupper() and text[start].isupper()
+            and bool(before) and before[-1][:1].isupper())
 
 
 # A line break that only wraps a sentence: the line before does not end one, the next goes on in lower case.

@@ -258,6 +258,28 @@ def test_a_sentence_wrapped_over_two_pdf_lines_is_quoted_whole(make_engine, tmp_
     assert all(c.text != "Tide logging" for c in a.chosen)  # a heading line stays its own
 
 
+@pytest.mark.parametrize("sentence, question", [
+    ("Its alumni include eight U.S. presidents and many Nobel laureates of the Ponta Azul school.",
+     "How many presidents are among the Ponta Azul school's alumni?"),
+    ("The harbour of Ponta Azul was mapped by Dr. Amélia Serra in the winter of 1911.",
+     "Who mapped the harbour of Ponta Azul?"),
+    ("The Ponta Azul lighthouse was designed by John F. Whitcombe after the storm of 1887.",
+     "Who designed the Ponta Azul lighthouse?"),
+])
+def test_an_abbreviation_does_not_cut_the_quoted_sentence(make_engine, tmp_path, sentence, question):
+    """A full stop inside a sentence ("U.S.", "Dr.", an initial) does not end the quote (seen in a hands-on
+    trial on the SQuAD folder: "Harvard's alumni include eight U.S. [2]")."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "town.md").write_text(f"# Ponta Azul\n\nThe town sits on the coast. {sentence} Ferries leave at dawn.\n",
+                                  encoding="utf-8")
+    engine = make_engine(docs)
+    assert engine.sync().count("failed") == 0
+    a = engine.ask(question).answer
+    assert not a.refused, a.text
+    assert sentence in [c.text for c in a.chosen], a.text
+
+
 def test_extractive_answer_quotes_only_the_sentence_that_answers(make_engine, tmp_path):
     """The issue's example: the answer is the lighthouse sentence alone, not the field notes of page 1."""
     docs = tmp_path / "docs"
