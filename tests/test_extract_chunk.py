@@ -89,6 +89,25 @@ def test_paragraphs_are_never_cut_and_long_ones_split_at_sentences():
     assert any(not c.content.endswith(".") for c in blind)
 
 
+
+@pytest.mark.parametrize("stop, after", [
+    ("eight U.S.", "presidents studied there, and"),     # an abbreviation, then a word in lower case
+    ("as Dr.", "Amélia Serra wrote, and"),               # a title before a name
+    ("by John F.", "Whitcombe, who"),                    # an initial between names
+    ("for example e.g.", "Markdown files, which"),
+])
+def test_a_long_paragraph_is_not_cut_at_a_full_stop_inside_a_sentence(stop, after):
+    """Seen on the SQuAD folder: a chunk ended "Harvard's alumni include eight U.S." and the answer quoted
+    half a sentence. A full stop that does not end a sentence is not a place to cut."""
+    filler = " ".join(["the harbour keeps its records in the old customs house by the quay"] * 4)
+    first = "The town sits on the coast and its harbour " + filler + "."
+    second = f"The archive was described {stop} {after} {filler}."
+    doc = extract_bytes(f"# T\n\n{first} {second} A short last sentence.\n".encode(), "t.md")
+    chunks = chunk_document(doc, "d")
+    assert_offsets(doc, chunks)
+    assert any(second in c.content for c in chunks), [c.content[-40:] for c in chunks]
+    assert not any(c.content.endswith(stop) for c in chunks)
+
 def test_header_is_embedded_but_never_quoted():
     doc = extract_bytes(b"# Handbook\n\n## Upload\n\n### Limits\n\nUploads stop at 50 MB.\n", "h.md")
     (c,) = chunk_document(doc, "d")
