@@ -17,6 +17,9 @@ Two steps, each a subcommand:
   kept (of those hybrid search ranks in its top 4) and should-refuse questions answered. Development: the
   sample set's dev half, held-out set 1, SQuAD's dev halves; test: the sample set's test half, held-out set
   2, SQuAD's test halves (the same halves as bench/refusals.py). Prints one line per rule and split.
+- `stability`: the shipped rule only, calibrated again on 200 draws (with replacement) of the unrelated
+  questions: how far the calibrated thresholds and the test halves' right-kept counts move with the
+  question set itself (5th / 50th / 95th percentile of the draws).
 
 Rules (each at several min_support / close_support): the shipped one; word weights multiplied by how rare the
 word is in its language (needs the `wordfreq` package, which the app does not depend on: skipped without it);
@@ -32,6 +35,7 @@ code except the sample's few error codes.
 
     .venv/bin/python bench/gate_frontier.py dump [--out bench/out] [--squad ../shared/eval/squad2]
     .venv/bin/python bench/gate_frontier.py simulate [--out bench/out]
+    .venv/bin/python bench/gate_frontier.py stability [--out bench/out]
 """
 
 from __future__ import annotations
@@ -298,9 +302,53 @@ def simulate(out: Path) -> None:
             print(f"{label:52} {split:4} " + "; ".join(cells), flush=True)
 
 
+def stability(out: Path, rounds: int = 200, seed: int = 0) -> None:
+    """How far the shipped rule's figures move with the unrelated questions themselves: each round draws
+    the 800 questions again with replacement (within language and kind), calibrates every folder with that
+    draw, and gates the test halves. Prints, per folder, the calibrated threshold and the right passages
+    kept (test) at the 5th, 50th and 95th percentile of the rounds, beside the figure with the shipped draw."""
+    data = {p.stem.removeprefix("frontier-"): pickle.load(p.open("rb")) for p in sorted(out.glob("frontier-*.pkl"))}
+    if not data:
+        sys.exit(f"nothing dumped in {out}: run `dump` first")
+    rng = np.random.default_rng(seed)
+    weight, passes, distance, percentile, _, _ = _rule("shipped", 0.5, 0.2)
+    for folder, d in data.items():
+        for s in d["unrelated"] + d["asked"]:
+            for row in s["rows"]:
+                row["support"] = _support(row, lambda t, idf: weight(t, idf, s["detected"]))
+        test = [s for s in d["asked"] if s["split"] == "test" and s["kind"] == "answerable" and s["set"] != "set 2"
+                and any(r["fused_rank"] <= 4 and contains(r["content"], s["needle"]) for r in s["rows"])]
+        groups = {}
+        for i, u in enumerate(d["unrelated"]):
+            groups.setdefault((u["lang"], u["kind"]), []).append(i)
+
+        def measure(unrelated):
+            cal = _calibrate(unrelated, passes, distance, percentile, 0.5)
+            kept = {}
+            for s in test:
+                threshold, close = cal.get(s["lang"], cal["en"])
+                ok = any(contains(r["content"], s["needle"]) for r in
+                         [r for r in s["rows"] if distance(r) <= threshold and passes(r, s, close)][:4])
+                kept[s["lang"]] = kept.get(s["lang"], 0) + ok
+            return cal, kept
+
+        shipped_cal, shipped_kept = measure(d["unrelated"])
+        draws = []
+        for _ in range(rounds):
+            idx = [i for g in groups.values() for i in rng.choice(g, size=len(g), replace=True)]
+            draws.append(measure([d["unrelated"][i] for i in idx]))
+        for lang in sorted(shipped_kept):
+            n = sum(s["lang"] == lang for s in test)
+            ts = np.array([c[lang][0] for c, _ in draws])
+            ks = np.array([k.get(lang, 0) for _, k in draws])
+            q = lambda a: " / ".join(f"{x:g}" for x in np.percentile(a, [5, 50, 95]).round(3))
+            print(f"{folder:9} {lang}: threshold {shipped_cal[lang][0]:.3f} (rounds 5/50/95%: {q(ts)}); "
+                  f"right kept on test {shipped_kept[lang]}/{n} (rounds: {q(ks)})", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("step", choices=["dump", "simulate"])
+    p.add_argument("step", choices=["dump", "simulate", "stability"])
     p.add_argument("--out", default=str(ROOT / "bench" / "out"))
     p.add_argument("--squad", default=str(ROOT.parent / "shared" / "eval" / "squad2"))
     args = p.parse_args(argv)
@@ -308,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if args.step == "dump":
         dump(out, Path(args.squad))
+    elif args.step == "stability":
+        stability(out)
     else:
         simulate(out)
     return 0
