@@ -305,8 +305,9 @@ def simulate(out: Path) -> None:
 def stability(out: Path, rounds: int = 200, seed: int = 0) -> None:
     """How far the shipped rule's figures move with the unrelated questions themselves: each round draws
     the 800 questions again with replacement (within language and kind), calibrates every folder with that
-    draw, and gates the test halves. Prints, per folder, the calibrated threshold and the right passages
-    kept (test) at the 5th, 50th and 95th percentile of the rounds, beside the figure with the shipped draw."""
+    draw, and gates the test halves. Prints, per folder, the calibrated threshold, the right passages kept
+    and the off-folder (or should-refuse) questions answered on test, at the 5th, 50th and 95th percentile of
+    the rounds, beside the figure with the shipped draw."""
     data = {p.stem.removeprefix("frontier-"): pickle.load(p.open("rb")) for p in sorted(out.glob("frontier-*.pkl"))}
     if not data:
         sys.exit(f"nothing dumped in {out}: run `dump` first")
@@ -318,6 +319,8 @@ def stability(out: Path, rounds: int = 200, seed: int = 0) -> None:
                 row["support"] = _support(row, lambda t, idf: weight(t, idf, s["detected"]))
         test = [s for s in d["asked"] if s["split"] == "test" and s["kind"] == "answerable" and s["set"] != "set 2"
                 and any(r["fused_rank"] <= 4 and contains(r["content"], s["needle"]) for r in s["rows"])]
+        refuse = [s for s in d["asked"] if s["split"] == "test" and s["kind"] not in ("answerable", "near-miss")
+                  and s["set"] != "set 2"]
         groups = {}
         for i, u in enumerate(d["unrelated"]):
             groups.setdefault((u["lang"], u["kind"]), []).append(i)
@@ -330,6 +333,10 @@ def stability(out: Path, rounds: int = 200, seed: int = 0) -> None:
                 ok = any(contains(r["content"], s["needle"]) for r in
                          [r for r in s["rows"] if distance(r) <= threshold and passes(r, s, close)][:4])
                 kept[s["lang"]] = kept.get(s["lang"], 0) + ok
+            for s in refuse:
+                threshold, close = cal.get(s["lang"], cal["en"])
+                answered = any(distance(r) <= threshold and passes(r, s, close) for r in s["rows"])
+                kept["bluffs " + s["lang"]] = kept.get("bluffs " + s["lang"], 0) + answered
             return cal, kept
 
         shipped_cal, shipped_kept = measure(d["unrelated"])
@@ -337,13 +344,16 @@ def stability(out: Path, rounds: int = 200, seed: int = 0) -> None:
         for _ in range(rounds):
             idx = [i for g in groups.values() for i in rng.choice(g, size=len(g), replace=True)]
             draws.append(measure([d["unrelated"][i] for i in idx]))
-        for lang in sorted(shipped_kept):
+        for lang in sorted(k for k in shipped_kept if not k.startswith("bluffs")):
             n = sum(s["lang"] == lang for s in test)
+            m = sum(s["lang"] == lang for s in refuse)
+            bs = np.array([k.get("bluffs " + lang, 0) for _, k in draws])
             ts = np.array([c[lang][0] for c, _ in draws])
             ks = np.array([k.get(lang, 0) for _, k in draws])
             q = lambda a: " / ".join(f"{x:g}" for x in np.percentile(a, [5, 50, 95]).round(3))
             print(f"{folder:9} {lang}: threshold {shipped_cal[lang][0]:.3f} (rounds 5/50/95%: {q(ts)}); "
-                  f"right kept on test {shipped_kept[lang]}/{n} (rounds: {q(ks)})", flush=True)
+                  f"right kept on test {shipped_kept[lang]}/{n} (rounds: {q(ks)}); should-refuse answered "
+                  f"{shipped_kept.get('bluffs ' + lang, 0)}/{m} (rounds: {q(bs)})", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
