@@ -441,6 +441,11 @@ if turns and (turns[-1].get("n") != int(candidates) or stale):
     last.update(result=ui.search(ws, last["question"], int(candidates), [t["result"].query for t in turns[:-1]],
                                  session_for_search()),
                 n=int(candidates), answers={})
+    if stale and ui.threshold_set() is None and engine.threshold_choice(last["question"]).value != choice.value:
+        # The first files landed after this run chose the slider's value (the default: nothing was indexed):
+        # draw again so the answer is judged at the calibrated value, not at the default (seen in a trial:
+        # an answer refused "under 0.675" while the folder's calibration was 0.800).
+        st.rerun()
 
 if not turns:
     stats = engine.counts()
