@@ -173,9 +173,15 @@ def sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[i
     >>> [t[s:e] for s, e in sentences(t)]
     ['He said "stop."', 'Then left.']
     """
+    spans = _split(_SENTENCE_END, text, start, len(text) if end is None else end)
+    return _joined(spans, lambda a, b: _false_end(text, a, b))
+
+
+def _joined(spans: list[tuple[int, int]], join) -> list[tuple[int, int]]:
+    """`spans` with each one merged into the one before when `join(end of that one, its start)` holds."""
     out: list[tuple[int, int]] = []
-    for s, e in _split(_SENTENCE_END, text, start, len(text) if end is None else end):
-        if out and _false_end(text, out[-1][1], s):
+    for s, e in spans:
+        if out and join(out[-1][1], s):
             out[-1] = (out[-1][0], e)
         else:
             out.append((s, e))
@@ -200,7 +206,7 @@ def _false_end(text: str, end: int, start: int) -> bool:
     >>> [t[s:e] for s, e in sentences(t)]
     ['Take vitamin D.', 'The dose is small.']
     """
-    if not text[end - 1:end] == "." or "\n" in text[end:start] or start >= len(text):
+    if text[end - 1:end] != "." or "\n" in text[end:start] or start >= len(text):
         return False
     if text[start].islower():
         return True
@@ -235,14 +241,11 @@ def prose_sentences(text: str, start: int = 0, end: int | None = None) -> list[t
     >>> [t[s:e] for s, e in prose_sentences(t)]
     ['a wrapped line\n\ngoes on.', 'A paragraph', 'Next paragraph.']
     """
-    spans = sentences(text, start, end)
-    out: list[tuple[int, int]] = []
-    for s, e in spans:
-        if out and (m := _WRAP.match(text, out[-1][1])) and m.end() == s:  # the gap between them is a wrap
-            out[-1] = (out[-1][0], e)
-        else:
-            out.append((s, e))
-    return out
+    def wrapped(a: int, b: int) -> bool:  # the gap between two sentences is only a wrap
+        m = _WRAP.match(text, a)
+        return m is not None and m.end() == b
+
+    return _joined(sentences(text, start, end), wrapped)
 
 
 def unwrap(text: str) -> str:
