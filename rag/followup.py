@@ -71,6 +71,15 @@ def is_followup(question: str) -> bool:
     return any(w in _REFERRING for w in words) and len(content) <= 2
 
 
+def refers_back(question: str) -> bool:
+    """Whether a question holds a referring word ("it", "that", "isso"...): its subject is elsewhere.
+
+    >>> [refers_back(q) for q in ("And how do I fix it?", "Como resolvo isso?", "Capital of Peru?")]
+    [True, True, False]
+    """
+    return any(fold(w) in _REFERRING for w in _WORD.findall(question))
+
+
 def names_own_subject(question: str) -> bool:
     """Whether a question names its subject itself: no referring word, and two content words or more. Such
     a follow-up by its form ("And what does the slider change?") may be searched alone (`Engine.search`);

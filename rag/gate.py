@@ -167,6 +167,7 @@ class Gated:
     # close paraphrases (`paraphrase_note`): the words no kept passage holds.
     missing: tuple[str, ...] = ()
     closest_supported: Candidate | None = None  # the nearest candidate that passes the support test
+    query: str = ""  # what was searched: a follow-up joined to the question before it
 
     @property
     def kept(self) -> list[Candidate]:
@@ -199,11 +200,13 @@ class Gated:
             return None
         codes = dict.fromkeys(code for c in rows for code in c.codes)
         # The codes as the question writes them ("ERR-4017"), not as the support test folds them.
-        written = [m.group() if (m := re.search(re.escape(code), self.question, re.IGNORECASE)) else code
-                   for code in codes]
+        written = [m.group() if (m := re.search(re.escape(code), self.query or self.question, re.IGNORECASE))
+                   else code for code in codes]
         where = ", ".join(f"{c.doc_name} at {c.distance:.3f}" for c in rows)
         named = " and ".join('"' + w + '"' for w in written)
-        return (f"Kept for holding {named}, which the question names: a passage that holds the exact code "
+        # A follow-up names a code through "it" when the code is only in the question it was joined to.
+        how = "names" if all(code in self.question.lower() for code in codes) else "refers to"
+        return (f"Kept for holding {named}, which the question {how}: a passage that holds the exact code "
                 f"passes the support test whatever other words it lacks ({where}).")
 
     @property
@@ -248,7 +251,7 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
     return Gated(question=result.question, threshold=threshold, max_chunks=max_chunks,
                  candidates=result.candidates, verdicts=verdicts, citations=cite(kept), refusal=refusal,
                  closest=closest, rule=rule, failed=failed, missing=missing,
-                 closest_supported=closest_supported)
+                 closest_supported=closest_supported, query=result.query)
 
 
 def locator(c: Candidate) -> str:

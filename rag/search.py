@@ -49,6 +49,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from rag.embed import Embedder
+from rag.followup import refers_back
 from rag.lexical import (LexicalIndex, analyze, analyze_query, is_code, question_language, question_names,
                          question_terms)
 from rag.settings import Settings
@@ -202,8 +203,9 @@ class Candidate:
     # Names the question writes (capitalised mid-sentence) that no chunk of the folder holds: the same for
     # every candidate of a search; the gate then denies the close-paraphrase relaxation (rag.gate).
     unknown_names: tuple[str, ...] = ()
-    # Codes the question names (`is_code`: ERR-4017, UTF-8) that this chunk holds, exactly as one token:
-    # such a chunk passes the support test whatever other words it lacks (rag.gate).
+    # Codes the question names (`is_code`: ERR-4017, UTF-8), or a follow-up names through "it" (those of the
+    # question it was joined to), that this chunk holds, exactly as one token: such a chunk passes the
+    # support test whatever other words it lacks (rag.gate).
     codes: tuple[str, ...] = ()
 
 
@@ -425,10 +427,20 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     # Only a folder with something in it can be said never to mention a name.
     unknown = tuple(n for n in question_names(own) if n in terms and snapshot.chunks and snapshot.lexical.unused(n))
     codes = tuple(t for t in terms if is_code(t))
+    # A follow-up joined to the question it refers to ("And how do I fix it?" after "What does ERR-4017
+    # mean?") names that question's codes through "it": a passage holding one passes the support test by
+    # the code rule, as it would for "How do I fix ERR-4017?". The support share stays its own words'.
+    referred: tuple[str, ...] = ()
+    if not rewritten and query != question and refers_back(question):
+        referred = tuple(t for t in question_terms(query[:-len(question)]) if is_code(t) and t not in codes)
     candidates = []
     for rank, cid in enumerate(order, start=1):
         sc = snapshot.chunks[snapshot.pos[cid]]
         support, missing = snapshot.lexical.support(snapshot.pos[cid], terms, sc.meta.get("lang", ""))
+        held_referred = ()
+        if referred:
+            _, lacking = snapshot.lexical.support(snapshot.pos[cid], referred, sc.meta.get("lang", ""))
+            held_referred = tuple(t for t in referred if t not in lacking)
         path, title, kind = snapshot.docs.get(sc.doc_id, (sc.doc_id, "", ""))
         m = sc.meta
         candidates.append(Candidate(
@@ -438,7 +450,7 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             distance=float(distances[cid]), dense_rank=dense_rank.get(cid), bm25_rank=bm25_rank.get(cid),
             bm25_score=bm25_scores.get(cid), dense_norm=fused[cid].dense, bm25_norm=fused[cid].bm25,
             support=support, missing=missing, unknown_names=unknown,
-            codes=tuple(t for t in codes if t not in missing),
+            codes=tuple(t for t in codes if t not in missing) + held_referred,
         ))
     lap("support")
     return SearchResult(question=question, query=query, candidates=candidates, weights=weights,

@@ -393,6 +393,25 @@ def test_a_code_does_not_move_the_threshold(sample_engine):
     assert not again.answer.refused and any(c.codes == ("err-4017",) for c in again.gated.kept)
 
 
+@pytest.mark.parametrize("first, followup, code", [
+    ("What does ERR-4017 mean?", "And how do I fix it?", "ERR-4017"),
+    ("o que significa o erro ERR-3001?", "Como resolvo isso?", "ERR-3001"),
+])
+def test_a_followup_referring_to_a_code_passes_by_the_code(sample_engine, first, followup, code):
+    # "it" names the previous question's code: the row holding it passes the support test, as it would
+    # for "How do I fix ERR-4017?". Before, the follow-up was judged on "fix" alone and refused.
+    before = sample_engine.ask(first)
+    turn = sample_engine.ask(followup, history=[before.result.query])
+    assert turn.result.query.endswith(followup) and not turn.answer.refused, turn.gated.refusal
+    row = next(c for c in turn.gated.kept if c.codes == (code.lower(),))
+    assert code in row.content and row in turn.gated.kept_for_codes
+    assert f'"{code}", which the question refers to' in turn.gated.codes_note
+    # Only through a referring word: a follow-up naming nothing of the kind keeps its own words.
+    for other in ("Capital of Peru?", "And what about ERR-9999?"):
+        refused = sample_engine.ask(other, history=[before.result.query])
+        assert refused.answer.refused and refused.gated.failed == SUPPORT, other
+
+
 def test_a_code_the_folder_never_holds_is_refused_with_its_name(sample_engine):
     turn = sample_engine.ask("What does ERR-9999 mean?")
     assert turn.answer.refused and turn.gated.failed == SUPPORT
