@@ -6,9 +6,9 @@ citation quotes. `Chunk.text` is what gets embedded and indexed: a `[Title > Sec
 
 The default strategy "E" cuts at boundaries: sections, then whole paragraphs packed up to the
 budget (512 characters), and only a paragraph longer than the budget is split, at sentence ends (a table
-into its rows, one chunk each, and a sentence longer than the budget at a space). The other strategies exist to measure
-that choice: A blind 512-character cuts, B blind + 64 overlap, C boundaries, D boundaries + overlap,
-E boundaries + header, F boundaries + header + overlap.
+into its rows, one chunk each, and a sentence longer than the budget at a space). The other strategies
+exist to measure that choice: A blind 512-character cuts, B blind + 64 overlap, C boundaries, D boundaries
++ overlap, E boundaries + header, F boundaries + header + overlap.
 
 Offsets are found, never accumulated (summing lengths drifts where whitespace was normalised): every span is a slice of the canonical text.
 
