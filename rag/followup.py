@@ -91,7 +91,7 @@ def names_own_subject(question: str) -> bool:
     """
     words = [fold(w) for w in _WORD.findall(question)]
     content = [w for w in words if w not in _FUNCTION and w not in _REFERRING]
-    return not any(w in _REFERRING for w in words) and len(content) >= 2
+    return not refers_back(question) and len(content) >= 2
 
 
 def followup_query(question: str, previous: Sequence[str]) -> str | None:
