@@ -10,7 +10,8 @@ Two steps, each a subcommand:
   cosine distance; per question word, its best cosine against the passage's words (MiniLM on single words),
   and its best cosine in context (MiniLM's token outputs: the question word's word pieces as the question
   encodes them, against every word piece of the passage's sentences, each sentence encoded on its own; the
-  late-interaction matching of ColBERT, with a model not trained for it). Written to OUT/frontier-<folder>.pkl.
+  late-interaction matching of ColBERT, with a model not trained for it); the cosine distance between the
+  passage's stored vector and the question's missing words embedded as one phrase. Written to OUT/frontier-<folder>.pkl.
 - `simulate`: for each rule, calibrate every folder again with it (the app's arithmetic,
   `rag.calibration.choose_threshold`: 5% budget per kind of unrelated question, the folder's own topics left
   out, the close distance from the unrelated questions' nearest) and gate every question: right passages
@@ -27,7 +28,9 @@ no close relaxation for a question holding a rare word (Zipf < 4.5, wordfreq aga
 the best sentence's distance in place of the chunk's; a missing word counted as held when some word of the
 passage is within a cosine of it (MiniLM word vectors), or the same in context (token outputs), for full or
 half credit; the close distance at a percentile of the unrelated questions' nearest distances instead of
-their minimum; no support needed by a passage far under the close distance (`very-close`). Results:
+their minimum; no support needed by a passage far under the close distance (`very-close`); the distance
+between the passage and the question's missing words read as one phrase, required for the close relaxation
+(`resid-close`) or enough on its own (`resid-or`, `resid-only`). Results:
 docs/benchmarks.md, "The frontier".
 
 What it does not do: change the app. The code rule (rag.gate) is not simulated: no question here names a
@@ -137,6 +140,7 @@ def dump(out: Path, squad: Path) -> None:
                 m = np.stack([wv[w] for w in words[row["id"]]]) if words[row["id"]] else None
                 row["near"] = {t: float((m @ wv[t]).max()) if m is not None else 0.0 for t in s["terms"]}
         _in_context(embedder, searched, chunks)
+        _residual(embedder, searched, {cid: snap.vectors[snap.pos[cid]] for cid in chunks})
         with (out / f"frontier-{name}.pkl").open("wb") as fh:
             pickle.dump({"unrelated": unrelated, "asked": asked}, fh)
         print(f"{name}: {len(unrelated)} unrelated, {len(asked)} asked, {len(chunks)} passages", flush=True)
@@ -200,6 +204,21 @@ def _in_context(embedder, searched: list[dict], chunks: dict[str, str]) -> None:
                           for t in s["terms"]}
 
 
+def _residual(embedder, searched: list[dict], vectors: dict[str, np.ndarray]) -> None:
+    """row["resid"]: the cosine distance between the passage and the question's words it lacks, read as one
+    phrase ("open source licence"): whether the passage is about what it does not literally say (a
+    paraphrase: "cutoff" beside "threshold") or only about the words it shares (a near-topic question: "Is
+    Folder Chat open source?" beside a passage about Folder Chat). 0 when it lacks nothing. `vectors`: each
+    passage's stored vector, as the dense search reads it."""
+    cv = vectors
+    phrases = sorted({" ".join(t for t, held, _ in row["words"] if not held) for s in searched for row in s["rows"]} - {""})
+    pv = dict(zip(phrases, embedder.embed_batch(phrases)))
+    for s in searched:
+        for row in s["rows"]:
+            phrase = " ".join(t for t, held, _ in row["words"] if not held)
+            row["resid"] = float(1 - pv[phrase] @ cv[row["id"]]) if phrase else 0.0
+
+
 # --- simulate ----------------------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=None)
@@ -252,7 +271,12 @@ def _rule(name: str, min_support: float, close_support: float, **kw):
         need = close_support if distance(row) <= close and not denied else min_support
         if name == "very-close" and not denied and distance(row) <= close - kw["below"]:
             need = kw.get("need", 0.0)
-        return row["support"] + 1e-9 >= need
+        if name == "resid-close" and need < min_support and row["resid"] > kw["resid"]:
+            need = min_support  # the close relaxation only for a passage near the words it lacks
+        ok = row["support"] + 1e-9 >= (min_support if name == "resid-only" else need)
+        if name in ("resid-or", "resid-only") and not denied:
+            ok = ok or row["resid"] <= kw["resid"]
+        return ok
 
     return weight, passes, distance, kw.get("percentile", 0.0), kw.get("near"), kw.get("credit", 1.0)
 
@@ -275,6 +299,8 @@ def simulate(out: Path) -> None:
     rules += [("close-percentile", 0.5, cs, {"percentile": p}) for p in (0.02, 0.05) for cs in (0.2, 0.3)]
     rules += [("shipped", ms, cs, {}) for ms, cs in ((0.4, 0.1), (0.5, 0.0))]
     rules += [("very-close", 0.5, 0.2, {"below": b, "need": n}) for n in (0.0, 0.1) for b in (0.1, 0.15, 0.2, 0.25)]
+    rules += [(r, 0.5, 0.2, {"resid": x}) for r in ("resid-close", "resid-or", "resid-only")
+              for x in (0.7, 0.75, 0.8, 0.85, 0.9)]
     for name, ms, cs, kw in rules:
         weight, passes, distance, percentile, near, credit = _rule(name, ms, cs, **kw)
         key = "ctx" if name == "near-context" else "near"
