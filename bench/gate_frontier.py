@@ -18,27 +18,28 @@ Two steps, each a subcommand:
   kept (of those hybrid search ranks in its top 4) and should-refuse questions answered. Development: the
   sample set's dev half, held-out set 1, SQuAD's dev halves; test: the sample set's test half, held-out set
   2, SQuAD's test halves (the same halves as bench/refusals.py). Prints one line per rule and split.
-- `stability`: the shipped rule only, calibrated again on 200 draws (with replacement) of the unrelated
-  questions: how far the calibrated thresholds and the test halves' right-kept counts move with the
-  question set itself (5th / 50th / 95th percentile of the draws).
+- `stability`: the shipped rule (or its close distance at `--percentile`, with `--close-support`), calibrated
+  again on 200 draws (with replacement) of the unrelated questions: how far the calibrated thresholds and the
+  test halves' right-kept counts move with the question set itself (5th / 50th / 95th percentile of the
+  draws).
 
 Rules (each at several min_support / close_support): the shipped one; word weights multiplied by how rare the
 word is in its language (needs the `wordfreq` package, which the app does not depend on: skipped without it);
-no close relaxation for a question holding a rare word (Zipf < 4.5, wordfreq again) the folder never uses;
-the best sentence's distance in place of the chunk's; a missing word counted as held when some word of the
-passage is within a cosine of it (MiniLM word vectors), or the same in context (token outputs), for full or
-half credit; the close distance at a percentile of the unrelated questions' nearest distances instead of
-their minimum; no support needed by a passage far under the close distance (`very-close`); the distance
-between the passage and the question's missing words read as one phrase, required for the close relaxation
-(`resid-close`) or enough on its own (`resid-or`, `resid-only`). Results:
-docs/benchmarks.md, "The frontier".
+no close relaxation for a question holding a rare word (Zipf < 4.5, wordfreq again) the folder never uses; the
+best sentence's distance in place of the chunk's; a missing word counted as held when some word of the passage
+is within a cosine of it (MiniLM word vectors), or the same in context (token outputs), for full or half
+credit; the close distance at a percentile of the unrelated questions' nearest distances instead of their
+minimum (`close-percentile`), or both, the nearest keeping the lower share (`two-tier`); no support needed by
+a passage far under the close distance (`very-close`); the distance between the passage and the question's
+missing words read as one phrase, required for the close relaxation (`resid-close`) or enough on its own
+(`resid-or`, `resid-only`). Results: docs/benchmarks.md, "The frontier".
 
 What it does not do: change the app. The code rule (rag.gate) is not simulated: no question here names a
 code except the sample's few error codes.
 
     .venv/bin/python bench/gate_frontier.py dump [--out bench/out] [--squad ../shared/eval/squad2]
     .venv/bin/python bench/gate_frontier.py simulate [--out bench/out]
-    .venv/bin/python bench/gate_frontier.py stability [--out bench/out]
+    .venv/bin/python bench/gate_frontier.py stability [--out bench/out] [--percentile 0.02 --close-support 0.3]
 """
 
 from __future__ import annotations
@@ -238,7 +239,9 @@ def _support(row: dict, weight, near: float | None = None, key: str = "near", cr
 
 
 def _calibrate(unrelated: list[dict], passes, distance, percentile: float, min_support: float) -> dict:
-    """Per language (threshold, close): the app's calibration arithmetic with a rule's tests."""
+    """Per language (threshold, (close, nearest)): the app's calibration arithmetic with a rule's tests;
+    `close` at the rule's percentile of the unrelated questions' nearest distances, `nearest` at their
+    nearest (the app's), both just under."""
     out = {}
     for lang in ("en", "pt"):
         qs = [u for u in unrelated if u["lang"] == lang]
@@ -248,7 +251,7 @@ def _calibrate(unrelated: list[dict], passes, distance, percentile: float, min_s
         _, _, excluded, _ = choose_threshold(plain, topics, BUDGET, FLOOR, CEILING)
         nearest = sorted(min((distance(r) for r in u["rows"]), default=math.inf)
                          for u, t in zip(qs, topics) if t not in excluded)
-        close = _just_under(nearest[int(percentile * len(nearest))])
+        close = (_just_under(nearest[int(percentile * len(nearest))]), _just_under(nearest[0]))
         values = [min((distance(r) for r in u["rows"] if passes(r, u, close)), default=math.inf) for u in qs]
         thresholds = []
         for kind, _ in KINDS:
@@ -266,9 +269,12 @@ def _rule(name: str, min_support: float, close_support: float, **kw):
         (lambda t, idf, lang: idf)
     distance = (lambda r: r["sentence"]) if name == "sentence" else (lambda r: r["distance"])
 
-    def passes(row: dict, s: dict, close: float) -> bool:
+    def passes(row: dict, s: dict, closes: tuple[float, float]) -> bool:
+        close, nearest = closes
         denied = row["names"] or (name == "rare-unused" and any(_zipf(t, s["detected"]) < 4.5 for t in s["unused"]))
         need = close_support if distance(row) <= close and not denied else min_support
+        if name == "two-tier" and not denied and distance(row) <= nearest:
+            need = min(need, kw["inner"])  # the nearest question's close distance keeps its own, lower share
         if name == "very-close" and not denied and distance(row) <= close - kw["below"]:
             need = kw.get("need", 0.0)
         if name == "resid-close" and need < min_support and row["resid"] > kw["resid"]:
@@ -296,7 +302,9 @@ def simulate(out: Path) -> None:
     rules += [("sentence", ms, cs, {}) for ms, cs in ((0.5, 0.2), (0.4, 0.2))]
     rules += [("near-words", 0.5, 0.2, {"near": n}) for n in (0.85, 0.75, 0.65)]
     rules += [("near-context", 0.5, 0.2, {"near": n, "credit": c}) for c in (1.0, 0.5) for n in (0.75, 0.7, 0.65)]
-    rules += [("close-percentile", 0.5, cs, {"percentile": p}) for p in (0.02, 0.05) for cs in (0.2, 0.3)]
+    rules += [("close-percentile", 0.5, cs, {"percentile": p}) for p in (0.01, 0.02, 0.03, 0.05) for cs in (0.2, 0.25, 0.3, 0.35)]
+    rules += [("two-tier", 0.5, cs, {"percentile": p, "inner": 0.2}) for p in (0.01, 0.02, 0.03, 0.05)
+              for cs in (0.25, 0.3, 0.35)]
     rules += [("shipped", ms, cs, {}) for ms, cs in ((0.4, 0.1), (0.5, 0.0))]
     rules += [("very-close", 0.5, 0.2, {"below": b, "need": n}) for n in (0.0, 0.1) for b in (0.1, 0.15, 0.2, 0.25)]
     rules += [(r, 0.5, 0.2, {"resid": x}) for r in ("resid-close", "resid-or", "resid-only")
@@ -328,7 +336,7 @@ def simulate(out: Path) -> None:
             print(f"{label:52} {split:4} " + "; ".join(cells), flush=True)
 
 
-def stability(out: Path, rounds: int = 200, seed: int = 0) -> None:
+def stability(out: Path, rounds: int = 200, seed: int = 0, rule: tuple = ("shipped", 0.5, 0.2, {})) -> None:
     """How far the shipped rule's figures move with the unrelated questions themselves: each round draws
     the 800 questions again with replacement (within language and kind), calibrates every folder with that
     draw, and gates the test halves. Prints, per folder, the calibrated threshold, the right passages kept
@@ -338,7 +346,8 @@ def stability(out: Path, rounds: int = 200, seed: int = 0) -> None:
     if not data:
         sys.exit(f"nothing dumped in {out}: run `dump` first")
     rng = np.random.default_rng(seed)
-    weight, passes, distance, percentile, _, _ = _rule("shipped", 0.5, 0.2)
+    name, min_support, close_support, kw = rule
+    weight, passes, distance, percentile, _, _ = _rule(name, min_support, close_support, **kw)
     for folder, d in data.items():
         for s in d["unrelated"] + d["asked"]:
             for row in s["rows"]:
@@ -352,7 +361,7 @@ def stability(out: Path, rounds: int = 200, seed: int = 0) -> None:
             groups.setdefault((u["lang"], u["kind"]), []).append(i)
 
         def measure(unrelated):
-            cal = _calibrate(unrelated, passes, distance, percentile, 0.5)
+            cal = _calibrate(unrelated, passes, distance, percentile, min_support)
             kept = {}
             for s in test:
                 threshold, close = cal.get(s["lang"], cal["en"])
@@ -387,13 +396,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("step", choices=["dump", "simulate", "stability"])
     p.add_argument("--out", default=str(ROOT / "bench" / "out"))
     p.add_argument("--squad", default=str(ROOT.parent / "shared" / "eval" / "squad2"))
+    p.add_argument("--percentile", type=float, default=0.0,
+                   help="stability: the close distance at this percentile of the unrelated questions' nearest")
+    p.add_argument("--close-support", type=float, default=0.2, help="stability: the close relaxation's share")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.step == "dump":
         dump(out, Path(args.squad))
     elif args.step == "stability":
-        stability(out)
+        stability(out, rule=("close-percentile", 0.5, args.close_support, {"percentile": args.percentile}))
     else:
         simulate(out)
     return 0
