@@ -42,10 +42,13 @@ def show(calibration: cal.Calibration) -> None:
     chosen = ui.threshold_set()
     explicit = chosen is not None
     in_use = {lang: (chosen if explicit else c.threshold) for lang, c in calibration.languages.items()}
+    share = engine.settings.close_percentile
+    zone = (f"closer than all but {share:.0%} of the unrelated questions came" if share
+            else "closer than any unrelated question came")
     for lang, c in calibration.languages.items():
         said = c.describe()  # "calibrated for English: 0.704, where ..."
         st.markdown(f"{ui.md_escape(said[:1].upper() + said[1:])}. Passages nearer than "
-                    f"{c.close:.3f} (closer than any unrelated question came) need {engine.settings.close_support:.0%} "
+                    f"{c.close:.3f} ({zone}) need {engine.settings.close_support:.0%} "
                     f"of the question's words, others {engine.settings.min_support:.0%}; so does every passage "
                     "when the question names something the folder never mentions.")
     if explicit:

@@ -5,8 +5,9 @@ questions sit closer to Portuguese notes than related English questions sit to E
 default threshold is not a constant: for each question language, it is the distance at which at most
 `budget` (default 5%) of a fixed set of unrelated questions would get an answer through the gate's full
 evidence test (distance and support). The same questions set the support test's `close` distance: just
-under the nearest any of them comes to the folder. A passage that close may answer in its own words (it
-needs less of the question's words); further out it must use the question's.
+under the nearest any of them comes to the folder (or, with `close_percentile`, under the distance all but
+that share of them stay beyond). A passage that close may answer in its own words (it needs less of the
+question's words); further out it must use the question's.
 
 The sets ship with the package, written for this project, in two kinds (`KINDS`): everyday questions
 (`rag/questions/unrelated_*.tsv`: 260 each in English and Portuguese over 26 topics such as cooking,
@@ -103,6 +104,20 @@ def _just_under(x: float) -> float:
     return math.floor((x - 1e-6) * 1000) / 1000
 
 
+def close_distance(nearest: Sequence[float], percentile: float = 0.0) -> float:
+    """Just under the nearest distance of the unrelated questions, or under the one that all but
+    `percentile` of them stay beyond: the nearest is a single question, and one that happens to touch the
+    folder ("Who improved the steam engine?" beside an article on it) takes the relaxation from every other.
+
+    >>> close_distance([0.333] + [0.6] * 99), close_distance([0.333] + [0.6] * 99, 0.02)
+    (0.332, 0.599)
+    >>> close_distance([])  # no unrelated question: no passage is that close
+    -0.001
+    """
+    ordered = sorted(nearest)
+    return _just_under(ordered[int(percentile * len(ordered))] if ordered else 0.0)
+
+
 def choose_threshold(values: Sequence[float], topics: Sequence[str], budget: float, floor: float,
                      ceiling: float, exclude: Sequence[str] | None = None) -> tuple[float, int, tuple[str, ...], str]:
     """(threshold, how many questions pass at it, topics left out, "floor"/"ceiling"/"" when clamped).
@@ -143,7 +158,7 @@ def choose_threshold(values: Sequence[float], topics: Sequence[str], budget: flo
 class LanguageCalibration:
     lang: str
     threshold: float
-    close: float  # the support test's close distance: just under the nearest unrelated question
+    close: float  # the support test's close distance: just under the nearest unrelated question(s)
     budget: float
     questions: int  # unrelated questions measured (after leaving out the folder's own topics)
     passing: int  # of them, how many get an answer at `threshold`
@@ -228,12 +243,14 @@ Search = Callable[[str, np.ndarray], SearchResult]  # (question, its vector) -> 
 
 
 def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: str, min_support: float,
-              close_support: float, budget: float, floor: float, ceiling: float) -> Calibration:
+              close_support: float, budget: float, floor: float, ceiling: float,
+              close_percentile: float = 0.0) -> Calibration:
     """Search every unrelated question of every language once and choose each language's threshold and
     close distance. `vectors[lang]` holds the embeddings of `unrelated_questions(lang)`, in order.
 
     Three steps per language: the folder's own topics are found with the plain support test, on every
-    kind together; the close distance is set just under the nearest that any remaining question comes;
+    kind together; the close distance is set just under the nearest that any remaining question comes
+    (`close_distance`);
     the threshold is chosen with the full test (close distance included) for each kind's remaining
     questions, and the strictest is kept, so that neither kind passes more often than the budget."""
     t0 = time.perf_counter()
@@ -247,7 +264,7 @@ def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: st
         _, _, excluded, _ = choose_threshold([evidence_distance(r, plain) for r in results], topics, budget,
                                              floor, ceiling)
         nearest = [min((c.distance for c in r.candidates), default=math.inf) for r in results]
-        close = _just_under(min((d for d, t in zip(nearest, topics) if t not in excluded), default=0.0))
+        close = close_distance([d for d, t in zip(nearest, topics) if t not in excluded], close_percentile)
         rule = SupportRule(min_support, close, close_support)
         values = [evidence_distance(r, rule) for r in results]
         by_kind = []

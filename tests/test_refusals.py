@@ -237,6 +237,26 @@ def test_an_encyclopedic_folder_answers_its_own_questions_and_refuses_general_kn
         assert turn.answer.refused and turn.gated.failed in (SUPPORT, DISTANCE), question
 
 
+
+def test_the_close_distance_can_be_read_below_the_nearest_few_unrelated_questions(make_engine, tmp_path):
+    # On an encyclopedic folder a few general-knowledge questions touch an article ("What was the role of the
+    # Senate in the Roman Republic?" beside rome.md). By default the nearest of them sets the close distance;
+    # with close_percentile those few do not, and the share of questions nearer than it stays within it.
+    engine = indexed_folder(make_engine, tmp_path, "encyclopedia", ARTICLES)
+    nearest = {lang: sorted(p["nearest"] for p in engine.calibrated().points if p["lang"] == lang)
+               for lang in ("en", "pt")}
+    wide = make_engine(engine.settings.folder, index_dir=tmp_path / "idx-wide", close_percentile=0.02)
+    wide.sync()
+    assert wide.calibration_fingerprint() != engine.calibration_fingerprint()  # a new setting, a new calibration
+    for lang, ds in nearest.items():
+        default, percentile = engine.calibrated().languages[lang].close, wide.calibrated().languages[lang].close
+        assert default < ds[0] <= default + 0.001  # just under the nearest question
+        assert percentile > ds[0] + 0.01, lang  # the nearest few no longer decide it
+        assert sum(d <= percentile for d in ds) <= 0.02 * len(ds)
+    with pytest.raises(ValueError, match="close_percentile must be a share"):
+        rag.load_settings(env={}, close_percentile=1.0)
+
+
 # --- the engine, on the sample folder, at default settings -----------------------------------------------
 
 def test_chocolate_cake_and_peru_after_a_turn_are_refused_by_default(sample_engine):
