@@ -188,7 +188,9 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
         "BM25": c.bm25_rank,
         "distance": c.distance,
         "margin": gated.threshold - c.distance,
-        "support": round(c.support, 2),  # whole percents: "29%", not "29.24%" beside "100%"
+        # Whole percents, rounded down: "29%", not "29.24%" beside "100%", and 49.9% (refused for holding
+        # under 50%) reads "49%", not "50%".
+        "support": math.floor(c.support * 100 + 1e-7) / 100,
         "lacks": ", ".join(c.missing),
         "document": c.doc_name,
         "section": ui.one_line(c.section or c.title, 60),

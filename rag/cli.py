@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import re
 import shutil
 import sys
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rag.engine import Engine, Turn
+from rag.gate import percent
 from rag.settings import Settings, load_settings
 
 
@@ -131,7 +133,7 @@ def print_turn(turn: Turn) -> None:
     print(f"{'fused':>5} {'dense':>5} {'bm25':>5} {'dist':>6} {'supp':>5}  {'verdict':<26} document / section")
     for c, v in zip(g.candidates, g.verdicts):
         lacks = f"  (lacks: {', '.join(c.missing)})" if c.missing else ""
-        print(f"{c.fused_rank:>5} {_fmt(c.dense_rank):>5} {_fmt(c.bm25_rank):>5} {c.distance:6.3f} {c.support:5.0%}  "
+        print(f"{c.fused_rank:>5} {_fmt(c.dense_rank):>5} {_fmt(c.bm25_rank):>5} {c.distance:6.3f} {percent(c.support):>5}  "
               f"{v:<26} {c.doc_name} / {c.section}{lacks}")
 
 
@@ -141,10 +143,19 @@ def cmd_ask(args: argparse.Namespace) -> int:
         engine.sync()
     t = time.perf_counter()
     turn = engine.ask(args.question, threshold=args.threshold, max_chunks=args.max_chunks)
+    # A file that could not be read is not searched: say so beside every answer or refusal, since a person who
+    # only asks would otherwise never learn that part of the folder is missing.
+    failed = [d for d in engine.documents() if d.status == "failed"]
     if args.json:
-        print(json.dumps(turn_to_json(turn), ensure_ascii=False, indent=2))
+        out = turn_to_json(turn)
+        out["failed_documents"] = [{"path": d.path, "reason": d.reason} for d in failed]
+        print(json.dumps(out, ensure_ascii=False, indent=2))
     else:
         print_turn(turn)
+        if failed:
+            names = ", ".join(d.path for d in failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+            print(f"\nNot searched: {len(failed)} file{'s' if len(failed) > 1 else ''} could not be read ({names}); "
+                  "`rag status` says why.")
         print(f"\n({(time.perf_counter() - t) * 1000:.0f} ms)")
     return 0
 
@@ -305,10 +316,17 @@ def main(argv: list[str] | None = None) -> int:
     add_eval_parser(sub)
     args = p.parse_args(argv)
     try:
-        return args.fn(args)
+        code = args.fn(args)
+        sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
+        return code
     except ValueError as exc:
         print(f"rag: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # `rag ask ... | head`: the reader went away. Not an error of ours; stop quietly (and keep Python from
+        # complaining again when it flushes stdout at exit).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from rag.extract import extract
-from rag.gate import CAPPED, KEPT, OVER, UNSUPPORTED, Gated
+from rag.gate import CAPPED, KEPT, OVER, UNSUPPORTED, Gated, percent
 from rag.metrics import contains
 from rag.search import SearchResult, fused_order
 
@@ -103,7 +103,7 @@ def why_not_found(engine, result: SearchResult, gated: Gated, expected_sentence:
                 need = gated.rule.needed_by(c)
                 lacks = f": it does not mention {', '.join(c.missing)}" if c.missing else ""
                 return Diagnosis(UNSUPPORTED_OUT, f"Its chunk is close enough (distance {c.distance:.3f} ≤ "
-                                                  f"{gated.threshold:.3f}) but holds {c.support:.0%} of the question's "
+                                                  f"{gated.threshold:.3f}) but holds {percent(c.support)} of the question's "
                                                   f"words, under the {need:.0%} the support test asks{lacks}. Asking "
                                                   f"with the document's own words would find it.", **base)
             return Diagnosis(GATED, f"Its chunk was a candidate (fused rank {c.fused_rank}) but its distance "

@@ -40,6 +40,7 @@ and points into the file: `#char=start,end` for text, `#page=N` for PDFs.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Sequence
@@ -61,6 +62,16 @@ GATE_RULES = "support-3: close relaxation denied for unknown names; a held code 
 EMPTY, DISTANCE, SUPPORT = "empty", "distance", "support"
 
 
+def percent(share: float) -> str:
+    """A share as whole percents, rounded down: a passage holding 49.9% of the question's words, refused
+    for holding under 50%, must not read "50%" beside that verdict.
+
+    >>> percent(0.499), percent(0.5), percent(0.2999999999), percent(1.0)
+    ('49%', '50%', '30%', '100%')
+    """
+    return f"{math.floor(share * 100 + 1e-7):d}%"  # the support test's tolerance (1e-9): 0.29999... reads 30%
+
+
 def refusal_text(threshold: float, question: str) -> str:
     return f'{REFUSAL_PREFIX}: nothing under cosine distance {threshold:.3f} for "{question}"'
 
@@ -72,7 +83,7 @@ def unsupported_text(threshold: float, question: str, missing: Sequence[str], be
         words = " or ".join(f'"{w}"' for w in missing)
         return (f'{REFUSAL_PREFIX}: the passages under cosine distance {threshold:.3f} never mention {words} '
                 f'(words of "{question}")')
-    share = "" if best is None or min_support is None else f" (the best holds {best:.0%}; {min_support:.0%} needed)"
+    share = "" if best is None or min_support is None else f" (the best holds {percent(best)}; {min_support:.0%} needed)"
     return (f'{REFUSAL_PREFIX}: no passage under cosine distance {threshold:.3f} mentions enough of the words of '
             f'"{question}"{share}')
 
@@ -88,7 +99,7 @@ def paraphrase_text(best: float, min_support: float, missing: Sequence[str]) -> 
     """
     words = " or ".join(f'"{w}"' for w in missing[:4])
     lacking = f", and none mentions {words}" if words else ""
-    return (f"Kept as close paraphrases: the passages hold at most {best:.0%} of the question's words "
+    return (f"Kept as close paraphrases: the passages hold at most {percent(best)} of the question's words "
             f"({min_support:.0%} otherwise){lacking}. Check that they answer what you asked.")
 
 

@@ -113,6 +113,31 @@ def test_one_writer_at_a_time_across_processes_and_a_reader_in_another(store_eng
     assert "indexed   new.md" in out
 
 
+def test_ask_names_the_files_it_could_not_read_and_a_closed_pipe_is_no_error(make_engine, tmp_path, capsys):
+    from rag.cli import main
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "valves.md").write_text(doc_text(1))
+    (folder / "warranty-scan.pdf").write_bytes(b"a scan that was saved as text, not a PDF")
+    make_engine(folder, index_dir=tmp_path / "idx").sync()
+    args = ["--config", str(tmp_path / "none.toml"), "--folder", str(folder), "--index-dir", str(tmp_path / "idx"),
+            "ask", "Which relief valve was stuck?"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "Not searched: 1 file could not be read (warranty-scan.pdf); `rag status` says why." in out
+    assert main(args + ["--json"]) == 0
+    failed = json.loads(capsys.readouterr().out)["failed_documents"]
+    assert [d["path"] for d in failed] == ["warranty-scan.pdf"] and "PDF" in failed[0]["reason"]
+    # `rag ask ... | head`: the reader goes away before the answer is written. That is not an error.
+    p = subprocess.Popen([sys.executable, "-m", "rag.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    p.stdout.close()
+    err = p.stderr.read()
+    assert p.wait(timeout=300) == 0, err[-2000:]
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err[-2000:]
+
+
 def test_library_reads_do_not_wait_for_a_writer(tmp_path):
     from rag.library import DocRecord, Library
 
