@@ -266,9 +266,12 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
 
 
 def locator(c: Candidate) -> str:
+    """Where a passage sits, for its citation: pages and section for a PDF, else the section (or title).
+    A PDF with no headings has a section per page, named "Page N" (rag.extract): said once, not twice."""
     if c.page is not None:
         pages = f"p. {c.page}" if c.page_end in (None, c.page) else f"pp. {c.page}–{c.page_end}"
-        return f"{pages} · {c.section}" if c.section else pages
+        own = c.section and c.section != f"Page {c.page}"
+        return f"{pages} · {c.section}" if own else pages
     return c.section or (c.title or "start of file")
 
 

@@ -156,6 +156,21 @@ def test_extractive_answer_is_made_of_quoted_sentences(sample_engine):
         assert f"{chosen.text} [{chosen.n}]" in turn.answer.text
 
 
+def test_a_pdf_without_headings_is_cited_by_its_pages_once(make_engine, tmp_path):
+    # No outline and one font size: each page is a section named "Page N" (rag.extract). The citation says
+    # "p. 2", not "p. 2 · Page 2"; a PDF with headings still names its section beside the page.
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    write_pdf(folder / "pump.pdf", [["The blue pump is installed in the basement next to the boiler."],
+                                    ["The warranty covers the blue pump for three years from the date of purchase."]])
+    engine = make_engine(folder)
+    engine.sync()
+    turn = engine.ask("How long does the warranty cover the blue pump?", threshold=0.9)
+    c = next(c for c in turn.gated.citations if "warranty" in c.quote)
+    assert c.page == 2 and c.locator == "p. 2", c.locator
+    assert turn.result.candidates[0].section.startswith("Page ")  # the table still shows the page section
+
+
 def test_exact_code_is_found_through_bm25(store_engine, tmp_path):
     folder = tmp_path / "docs"
     write(folder, "errors.md", ERR_DOC)
