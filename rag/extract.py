@@ -12,7 +12,8 @@ What it does not do: OCR (an image-only PDF fails with that reason), guess encod
 UTF-8), or keep formatting. A file that cannot be read raises `ExtractionError` with a reason a person
 understands; nothing here writes anything.
 
-Markdown structure comes from markdown-it-py's CommonMark block parser: ATX and setext headings are
+Plain text has no markup: its title is a short first line, and its headings are read from their shape
+(`_plain_headings`). Markdown structure comes from markdown-it-py's CommonMark block parser: ATX and setext headings are
 sections (a setext underline belongs to its heading), nothing inside a code fence is ever a heading, and
 YAML front matter at the top of a file is in the text (offsets stay positions in the file) but in no
 section, so no chunk quotes it; its `title:` names a document that has no `#` heading.
@@ -39,7 +40,7 @@ import yaml
 from markdown_it import MarkdownIt
 
 SUPPORTED = {".md": "md", ".markdown": "md", ".txt": "txt", ".pdf": "pdf"}
-EXTRACTOR_VERSIONS = {"md": "md-2", "txt": "txt-1", "pdf": "pdf-3"}
+EXTRACTOR_VERSIONS = {"md": "md-2", "txt": "txt-2", "pdf": "pdf-3"}  # txt-2: headings read from lines' shape
 TITLE_MAX = 80  # a first line longer than this is a paragraph, not a title
 
 
@@ -237,8 +238,47 @@ def _title_from_first_line(text: str, name: str) -> tuple[str, int]:
 
 def _extract_plain(text: str, name: str, kind: str = "txt") -> Extracted:
     title, body = _title_from_first_line(text, name)
-    return Extracted(name=name, kind=kind, title=title, text=text, sections=[Section(body, len(text), ())],
+    sections, start, path = [], body, ()
+    for a, b, heading in _plain_headings(text, body):
+        if text[start:a].strip():
+            sections.append(Section(start, a, path))
+        start, path = min(b + 1, len(text)), (heading,)
+    sections.append(Section(start, len(text), path))
+    return Extracted(name=name, kind=kind, title=title, text=text, sections=sections,
                      version=EXTRACTOR_VERSIONS[kind])
+
+
+_NOT_A_HEADING_END = tuple(".,;:!?…")
+
+
+def _plain_headings(text: str, body: int) -> list[tuple[int, int, str]]:
+    r"""(start, end, text) of the heading lines of a plain-text file, from offset `body` on.
+
+    Plain text has no markup, so a heading is read from its shape: a short line (at most TITLE_MAX
+    characters) that starts a paragraph, ends without punctuation, and is followed by a longer line that
+    ends like a sentence, as in contracts and reports ("CLÁUSULA TERCEIRA (Prazo)" over its clause). A
+    lone short line (an address, a signature) or a list item is not one.
+
+    >>> t = "Contract\n\nCLÁUSULA PRIMEIRA (Objeto)\nThe flat on the second floor is let as a home.\n"
+    >>> [h for _, _, h in _plain_headings(t, 10)]
+    ['CLÁUSULA PRIMEIRA (Objeto)']
+    >>> _plain_headings("Notes\n\nRua das Flores 45\n4050 Porto\n\nSigned:\nThe tenant signs here.\n", 7)
+    []
+    """
+    lines, pos = [], body
+    for line in text[body:].split("\n"):
+        lines.append((pos, pos + len(line), line.strip()))
+        pos += len(line) + 1
+    out = []
+    for i, (a, b, line) in enumerate(lines):
+        if not line or (i and lines[i - 1][2]) or len(line) > TITLE_MAX or line.endswith(_NOT_A_HEADING_END):
+            continue
+        if line[0] in "-*•|>#" or not any(ch.isalpha() for ch in line):
+            continue
+        after = next((x for _, _, x in lines[i + 1:i + 3] if x), "")
+        if len(after) > len(line) and after.endswith(tuple('.!?…:;"»)')):
+            out.append((a, b, line))
+    return out
 
 
 # --- PDF -------------------------------------------------------------------------------------------

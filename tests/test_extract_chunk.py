@@ -158,6 +158,29 @@ def test_long_first_line_never_becomes_the_title():
     assert all(len(header_for("x" * 500, ("y" * 300,))) <= 120 for _ in range(1))
 
 
+CONTRACT = ("LEASE AGREEMENT\n\nBetween the parties below:\n\nCLAUSE ONE (Object)\nThe landlord lets the flat on the "
+            "second floor of 210 Cedar Street to the tenant, as a permanent home.\n\nCLAUSE TWO (Rent)\nThe rent is 950 "
+            "euros a month, paid by the eighth day of the month before.\nLate payment adds a fee of 20%.\n\n"
+            "Lisbon, 20 February 2025\n\nThe landlord\n\nThe tenant\n")
+
+
+@pytest.mark.parametrize("text, headings", [
+    (CONTRACT, ["CLAUSE ONE (Object)", "CLAUSE TWO (Rent)"]),
+    # Prose paragraphs, an address block, a list, a question line and a line ending with ":" are not headings.
+    ("Notes\n\nWe met on Monday. The pump was replaced.\n\nRua das Flores 45\n4050 Porto\n\n- buy filters\n"
+     "- call the plumber about the valve in the basement.\n\nWho pays for it?\nThe landlord pays for repairs.\n\n"
+     "Costs:\nThe valve cost 40 euros and the labour 60.\n", []),
+])
+def test_plain_text_headings_are_read_from_the_shape_of_their_lines(text, headings):
+    doc = extract_bytes(text.encode(), "notes.txt")
+    assert [s.path[0] for s in doc.sections if s.path] == headings
+    for s in doc.sections:  # a heading line is its section's name, never in its body (so never quoted)
+        assert not any(h in doc.text[s.start:s.end] for h in headings)
+    chunks = chunk_document(doc, "d", strategy("E", 512))
+    rent = next(c for c in chunks if "950 euros" in c.content) if headings else None
+    assert rent is None or (rent.section == "CLAUSE TWO (Rent)" and "CLAUSE TWO (Rent)" in rent.text)
+
+
 def test_header_is_capped():
     h = header_for("T" * 400, ("S" * 400, "U" * 50))
     assert len(h) <= 120 and h.startswith("[T") and h.endswith("]")
