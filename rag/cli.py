@@ -134,7 +134,7 @@ def print_turn(turn: Turn) -> None:
     for c, v in zip(g.candidates, g.verdicts):
         lacks = f"  (lacks: {', '.join(c.missing)})" if c.missing else ""
         print(f"{c.fused_rank:>5} {_fmt(c.dense_rank):>5} {_fmt(c.bm25_rank):>5} {c.distance:6.3f} {percent(c.support):>5}  "
-              f"{v:<26} {c.doc_name} / {c.section}{lacks}")
+              f"{v:<26} {c.doc_name}{' / ' + c.section if c.section else ''}{lacks}")
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
