@@ -50,11 +50,11 @@ from typing import Callable, Sequence
 import numpy as np
 
 from rag.gate import SupportRule
+from rag.lexical import LANGUAGE_NAMES
 from rag.search import SearchResult
 
 QUESTIONS_DIR = Path(__file__).resolve().parent / "questions"
 LANGUAGES = ("en", "pt")
-LANGUAGE_NAMES = {"en": "English", "pt": "Portuguese"}
 # The kinds of unrelated question and their files (one per language: `{prefix}_{lang}.tsv`).
 KINDS = (("everyday", "unrelated"), ("general knowledge", "general"))
 SUBJECT_SHARE = 0.7  # a topic passing this often at the others' threshold is what the folder is about (7 of 10)

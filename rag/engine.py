@@ -33,7 +33,7 @@ from rag.chunk import strategy
 from rag.embed import Embedder, load_embedder
 from rag.gate import GATE_RULES, NO_SUPPORT_TEST, Gated, SupportRule, gate
 from rag.indexer import EMBED_GROUP, FileOutcome, Indexer, Progress, SyncReport, languages_of
-from rag.lexical import question_language
+from rag.lexical import LANGUAGE_NAMES, question_language
 from rag.llm import LLMError
 from rag.library import VISIBLE, DocRecord, Stamp, mark_index_dir
 from rag.queue import FolderWatcher, QueueItem
@@ -421,8 +421,6 @@ class Engine:
         self.stop()
         self.library.close()
 
-
-LANGUAGE_NAMES = {"en": "English", "pt": "Portuguese"}
 
 
 def _holds_own_words(result: SearchResult, settings: Settings) -> bool:

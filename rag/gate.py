@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import Sequence
 from urllib.parse import quote as urlquote
 
+from rag.lexical import LANGUAGE_NAMES
 from rag.search import Candidate, SearchResult
 from rag.settings import REFUSAL_PREFIX
 
@@ -86,6 +87,24 @@ def unsupported_text(threshold: float, question: str, missing: Sequence[str], be
     share = "" if best is None or min_support is None else f" (the best holds {percent(best)}; {min_support:.0%} needed)"
     return (f'{REFUSAL_PREFIX}: no passage under cosine distance {threshold:.3f} mentions enough of the words of '
             f'"{question}"{share}')
+
+
+def other_language_hint(question_lang: str, passage_langs: Sequence[str]) -> str:
+    """A sentence for a refusal on support when every close passage is in another language than the
+    question: the support test looks for the question's own words, which a translation does not hold
+    (MiniLM reads English best, and matches across languages poorly). "" otherwise.
+
+    >>> other_language_hint("en", ["pt", "pt"])
+    ' The passages under the threshold are in Portuguese and the question in English: ask in Portuguese.'
+    >>> other_language_hint("en", ["pt", "en"]), other_language_hint("", ["pt"]), other_language_hint("pt", [""])
+    ('', '', '')
+    """
+    langs = set(passage_langs)
+    if not question_lang or not langs or question_lang in langs or "" in langs:
+        return ""
+    names = " and ".join(LANGUAGE_NAMES.get(x, x) for x in sorted(langs))
+    asked = LANGUAGE_NAMES.get(question_lang, question_lang)
+    return f" The passages under the threshold are in {names} and the question in {asked}: ask in {names}."
 
 
 def paraphrase_text(best: float, min_support: float, missing: Sequence[str]) -> str:
@@ -256,6 +275,7 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
             missing = tuple(w for w in result.terms if w in lacking)
             best = max(near, key=lambda c: c.support)
             refusal = unsupported_text(threshold, result.question, missing[:4], best.support, rule.needed_by(best))
+            refusal += other_language_hint(result.language, [c.lang for c in near])
     elif not any(rule.holds_in_full(c) for c in kept):  # kept as close paraphrases only
         lacking = set.intersection(*(set(c.missing) for c in kept))
         missing = tuple(w for w in result.terms if w in lacking)

@@ -26,6 +26,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 LANGUAGES = ("en", "pt")
+LANGUAGE_NAMES = {"en": "English", "pt": "Portuguese"}
 _STEMMER_NAMES = {"en": "english", "pt": "portuguese"}
 _TOKEN = re.compile(r"\w+(?:[-_./:]\w+)*")
 _PART = re.compile(r"[^\W_]+")

@@ -207,6 +207,7 @@ class Candidate:
     # question it was joined to), that this chunk holds, exactly as one token: such a chunk passes the
     # support test whatever other words it lacks (rag.gate).
     codes: tuple[str, ...] = ()
+    lang: str = ""  # the chunk's language, as indexing detected it ("" when unclear)
 
 
 @dataclass
@@ -450,7 +451,7 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             distance=float(distances[cid]), dense_rank=dense_rank.get(cid), bm25_rank=bm25_rank.get(cid),
             bm25_score=bm25_scores.get(cid), dense_norm=fused[cid].dense, bm25_norm=fused[cid].bm25,
             support=support, missing=missing, unknown_names=unknown,
-            codes=tuple(t for t in codes if t not in missing) + held_referred,
+            codes=tuple(t for t in codes if t not in missing) + held_referred, lang=m.get("lang", ""),
         ))
     lap("support")
     return SearchResult(question=question, query=query, candidates=candidates, weights=weights,

@@ -257,6 +257,23 @@ def test_the_close_distance_can_be_read_below_the_nearest_few_unrelated_question
         rag.load_settings(env={}, close_percentile=1.0)
 
 
+
+def test_a_refusal_on_support_says_when_the_passages_are_in_another_language(make_engine, tmp_path):
+    # MiniLM matches across languages poorly and the support test looks for the question's own words, so an
+    # English question about a Portuguese lease is refused; the refusal says why and in which language to ask.
+    engine = indexed_folder(make_engine, tmp_path, "lease", {"contrato.txt": (
+        "Contrato de arrendamento\n\nÉ permitida a permanência no locado de um animal de companhia, gato ou cão, "
+        "desde que não cause incómodo aos vizinhos.\n\nA renda mensal é de 950 euros, paga até ao dia oito de "
+        "cada mês por transferência bancária.\n")})
+    english = engine.ask("Can I keep a dog at home?", threshold=1.0)
+    assert english.result.language == "en" and english.gated.failed == SUPPORT
+    assert english.gated.refusal.endswith("are in Portuguese and the question in English: ask in Portuguese.")
+    portuguese = engine.ask("Posso ter um cão no locado?", threshold=1.0)
+    assert not portuguese.answer.refused, portuguese.gated.refusal
+    cake = engine.ask("Qual é a receita do bolo de chocolate?", threshold=1.0)  # same language: no such hint
+    assert cake.gated.failed == SUPPORT and "ask in" not in cake.gated.refusal
+
+
 # --- the engine, on the sample folder, at default settings -----------------------------------------------
 
 def test_chocolate_cake_and_peru_after_a_turn_are_refused_by_default(sample_engine):
