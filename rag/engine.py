@@ -422,7 +422,6 @@ class Engine:
         self.library.close()
 
 
-
 def _holds_own_words(result: SearchResult, settings: Settings) -> bool:
     """Whether some candidate holds enough of the question's own words in full (`min_support`, or a code
     it names): read off support alone, so the choice between two searches does not move with the slider."""

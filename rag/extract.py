@@ -13,10 +13,10 @@ UTF-8), or keep formatting. A file that cannot be read raises `ExtractionError` 
 understands; nothing here writes anything.
 
 Plain text has no markup: its title is a short first line, and its headings are read from their shape
-(`_plain_headings`). Markdown structure comes from markdown-it-py's CommonMark block parser: ATX and setext headings are
-sections (a setext underline belongs to its heading), nothing inside a code fence is ever a heading, and
-YAML front matter at the top of a file is in the text (offsets stay positions in the file) but in no
-section, so no chunk quotes it; its `title:` names a document that has no `#` heading.
+(`_plain_headings`). Markdown structure comes from markdown-it-py's CommonMark block parser: ATX and
+setext headings are sections (a setext underline belongs to its heading), nothing inside a code fence is
+ever a heading, and YAML front matter at the top of a file is in the text (offsets stay positions in the
+file) but in no section, so no chunk quotes it; its `title:` names a document that has no `#` heading.
 
 >>> doc = extract_bytes(b"# Handbook\\n\\n## Upload\\n\\nDrop files here.\\n", "guide.md")
 >>> doc.title, [(s.path, doc.text[s.start:s.end].strip()) for s in doc.sections]
@@ -249,6 +249,7 @@ def _extract_plain(text: str, name: str, kind: str = "txt") -> Extracted:
 
 
 _NOT_A_HEADING_END = tuple(".,;:!?…")
+_SENTENCE_LIKE_END = tuple('.!?…:;"»)')
 
 
 def _plain_headings(text: str, body: int) -> list[tuple[int, int, str]]:
@@ -276,7 +277,7 @@ def _plain_headings(text: str, body: int) -> list[tuple[int, int, str]]:
         if line[0] in "-*•|>#" or not any(ch.isalpha() for ch in line):
             continue
         after = next((x for _, _, x in lines[i + 1:i + 3] if x), "")
-        if len(after) > len(line) and after.endswith(tuple('.!?…:;"»)')):
+        if len(after) > len(line) and after.endswith(_SENTENCE_LIKE_END):
             out.append((a, b, line))
     return out
 
