@@ -145,19 +145,33 @@ def cmd_ask(args: argparse.Namespace) -> int:
     turn = engine.ask(args.question, threshold=args.threshold, max_chunks=args.max_chunks)
     # A file that could not be read is not searched: say so beside every answer or refusal, since a person who
     # only asks would otherwise never learn that part of the folder is missing.
+    # Nor is a file added, changed or removed since `rag index` ran: ask does not index (another process, the
+    # app, may be doing it), so it says what the answer could not see.
     failed = [d for d in engine.documents() if d.status == "failed"]
+    pending = engine.pending()
     if args.json:
         out = turn_to_json(turn)
         out["failed_documents"] = [{"path": d.path, "reason": d.reason} for d in failed]
+        out["pending_files"] = pending
         print(json.dumps(out, ensure_ascii=False, indent=2))
     else:
         print_turn(turn)
         if failed:
-            names = ", ".join(d.path for d in failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
-            print(f"\nNot searched: {len(failed)} file{'s' if len(failed) > 1 else ''} could not be read ({names}); "
+            print(f"\nNot searched: {_files(len(failed))} could not be read ({_names([d.path for d in failed])}); "
                   "`rag status` says why.")
+        if pending:
+            print(f"\nNot indexed yet: {_files(len(pending))} added, changed or removed since the last `rag index` "
+                  f"({_names(pending)}); this answer does not see those changes.")
         print(f"\n({(time.perf_counter() - t) * 1000:.0f} ms)")
     return 0
+
+
+def _files(n: int) -> str:
+    return f"{n} file{'s' if n != 1 else ''}"
+
+
+def _names(paths: Sequence[str], most: int = 5) -> str:
+    return ", ".join(paths[:most]) + (f" and {len(paths) - most} more" if len(paths) > most else "")
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -164,6 +164,10 @@ class Engine:
         """Supported files under the folder by relative path, and the skipped ones with their reason."""
         return self.indexer.scan()
 
+    def pending(self) -> list[str]:
+        """Files new, changed or removed since they were indexed (by size and time; nothing is read)."""
+        return self.indexer.pending()
+
     def sync(self, progress: Progress | None = None) -> SyncReport:
         """Bring the index in line with the folder: new and changed files indexed, deleted ones removed,
         stale ones (another model, chunker or extractor) re-indexed; a second sync of an unchanged folder

@@ -189,6 +189,23 @@ class Indexer:
                 found[rel] = p
         return found, skipped
 
+    def pending(self) -> list[str]:
+        """Files the index does not show as they are now: new, or whose size or modification time differ
+        from what was indexed, and indexed ones the folder no longer holds. Read-only and lock-free (a
+        writer may be at work), by stat alone: a touched but identical file is listed too."""
+        files, _ = self.scan()
+        records = {r.path: r for r in self.library.all()}
+        out = [path for path in records if path not in files]
+        for rel, p in files.items():
+            rec = records.get(rel)
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            if rec is None or rec.size != st.st_size or rec.mtime_ns != st.st_mtime_ns:
+                out.append(rel)
+        return sorted(out)
+
     def sync(self, progress: Progress | None = None) -> SyncReport:
         t0 = time.perf_counter()
         with self.lock:
