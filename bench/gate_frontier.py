@@ -11,7 +11,8 @@ Two steps, each a subcommand:
   and its best cosine in context (MiniLM's token outputs: the question word's word pieces as the question
   encodes them, against every word piece of the passage's sentences, each sentence encoded on its own; the
   late-interaction matching of ColBERT, with a model not trained for it); the cosine distance between the
-  passage's stored vector and the question's missing words embedded as one phrase. Written to OUT/frontier-<folder>.pkl.
+  passage's stored vector and the question's missing words embedded as one phrase. Written to
+  OUT/frontier-<folder>.pkl.
 - `simulate`: for each rule, calibrate every folder again with it (the app's arithmetic,
   `rag.calibration.choose_threshold`: 5% budget per kind of unrelated question, the folder's own topics left
   out, the close distance from the unrelated questions' nearest) and gate every question: right passages
@@ -211,13 +212,15 @@ def _residual(embedder, searched: list[dict], vectors: dict[str, np.ndarray]) ->
     paraphrase: "cutoff" beside "threshold") or only about the words it shares (a near-topic question: "Is
     Folder Chat open source?" beside a passage about Folder Chat). 0 when it lacks nothing. `vectors`: each
     passage's stored vector, as the dense search reads it."""
-    cv = vectors
-    phrases = sorted({" ".join(t for t, held, _ in row["words"] if not held) for s in searched for row in s["rows"]} - {""})
+    def lacking(row: dict) -> str:
+        return " ".join(t for t, held, _ in row["words"] if not held)
+
+    phrases = sorted({lacking(row) for s in searched for row in s["rows"]} - {""})
     pv = dict(zip(phrases, embedder.embed_batch(phrases)))
     for s in searched:
         for row in s["rows"]:
-            phrase = " ".join(t for t, held, _ in row["words"] if not held)
-            row["resid"] = float(1 - pv[phrase] @ cv[row["id"]]) if phrase else 0.0
+            phrase = lacking(row)
+            row["resid"] = float(1 - pv[phrase] @ vectors[row["id"]]) if phrase else 0.0
 
 
 # --- simulate ----------------------------------------------------------------------------------------------
@@ -302,7 +305,8 @@ def simulate(out: Path) -> None:
     rules += [("sentence", ms, cs, {}) for ms, cs in ((0.5, 0.2), (0.4, 0.2))]
     rules += [("near-words", 0.5, 0.2, {"near": n}) for n in (0.85, 0.75, 0.65)]
     rules += [("near-context", 0.5, 0.2, {"near": n, "credit": c}) for c in (1.0, 0.5) for n in (0.75, 0.7, 0.65)]
-    rules += [("close-percentile", 0.5, cs, {"percentile": p}) for p in (0.01, 0.02, 0.03, 0.05) for cs in (0.2, 0.25, 0.3, 0.35)]
+    rules += [("close-percentile", 0.5, cs, {"percentile": p}) for p in (0.01, 0.02, 0.03, 0.05)
+              for cs in (0.2, 0.25, 0.3, 0.35)]
     rules += [("two-tier", 0.5, cs, {"percentile": p, "inner": 0.2}) for p in (0.01, 0.02, 0.03, 0.05)
               for cs in (0.25, 0.3, 0.35)]
     rules += [("shipped", ms, cs, {}) for ms, cs in ((0.4, 0.1), (0.5, 0.0))]
