@@ -184,9 +184,12 @@ def cmd_status(args: argparse.Namespace) -> int:
         stamp = d.stamp.label() if d.stamp else "-"
         extra = d.reason if d.status == "failed" else f"{d.chunks} chunks, {d.truncated} truncated, header {d.header_share:.1%}"
         print(f"{d.status:8} {d.path}  {extra}  [{stamp}]")
+    pending = engine.pending()
+    for path in pending:  # not in the index as they are now: new, changed, or gone from the folder
+        print(f"{'pending':8} {path}  added, changed or removed since the last `rag index`")
     s = engine.stats()
     print(f"{s.documents} documents ({s.indexed} indexed, {s.failed} failed, {s.stale} stale), {s.chunks} chunks, "
-          f"model {s.model}")
+          f"model {s.model}" + (f"; {_files(len(pending))} pending" if pending else ""))
     calibration = engine.calibrated()
     for lang in (calibration.languages if calibration else ()):
         print(f"threshold {calibration.languages[lang].describe()}")

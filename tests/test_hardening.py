@@ -138,6 +138,9 @@ def test_ask_names_the_files_it_could_not_read_or_has_not_indexed_and_a_closed_p
     assert main(args) == 0
     assert "Not indexed yet: 2 files added, changed or removed since the last `rag index` (pumps.md, valves.md)" in \
         capsys.readouterr().out
+    assert main(args[:-2] + ["status"]) == 0
+    status = capsys.readouterr().out
+    assert "pending  pumps.md" in status and "pending  valves.md" in status and "; 2 files pending" in status
     # `rag ask ... | head`: the reader goes away before the answer is written. That is not an error.
     p = subprocess.Popen([sys.executable, "-m", "rag.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
