@@ -190,7 +190,7 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
         "margin": gated.threshold - c.distance,
         # Whole percents, rounded down: "29%", not "29.24%" beside "100%", and 49.9% (refused for holding
         # under 50%) reads "49%", not "50%".
-        "support": math.floor(c.support * 100 + 1e-7) / 100,
+        "support": rag.floored(c.support),
         "lacks": ", ".join(c.missing),
         "document": c.doc_name,
         "section": ui.one_line(c.section or c.title, 60),

@@ -63,14 +63,24 @@ GATE_RULES = "support-3: close relaxation denied for unknown names; a held code 
 EMPTY, DISTANCE, SUPPORT = "empty", "distance", "support"
 
 
+def floored(share: float) -> float:
+    """A share rounded down to whole percents: a passage holding 49.9% of the question's words, refused
+    for holding under 50%, must not read "50%" beside that verdict. The support test's tolerance (1e-9)
+    still counts: 0.29999... is 0.30.
+
+    >>> floored(0.499), floored(0.2999999999), floored(1.0)
+    (0.49, 0.3, 1.0)
+    """
+    return math.floor(share * 100 + 1e-7) / 100
+
+
 def percent(share: float) -> str:
-    """A share as whole percents, rounded down: a passage holding 49.9% of the question's words, refused
-    for holding under 50%, must not read "50%" beside that verdict.
+    """`floored` as text.
 
     >>> percent(0.499), percent(0.5), percent(0.2999999999), percent(1.0)
     ('49%', '50%', '30%', '100%')
     """
-    return f"{math.floor(share * 100 + 1e-7):d}%"  # the support test's tolerance (1e-9): 0.29999... reads 30%
+    return f"{round(floored(share) * 100):d}%"
 
 
 def refusal_text(threshold: float, question: str) -> str:
