@@ -50,7 +50,8 @@ def show(calibration: cal.Calibration) -> None:
         st.markdown(f"{ui.md_escape(said[:1].upper() + said[1:])}. Passages nearer than "
                     f"{c.close:.3f} ({zone}) need {engine.settings.close_support:.0%} "
                     f"of the question's words, others {engine.settings.min_support:.0%}; so does every passage "
-                    "when the question names something the folder never mentions.")
+                    "when the question names an acronym the folder never uses, and none passes when it names "
+                    "anything else the folder never mentions.")
     if explicit:
         st.info(f"The chat uses the threshold you set, {in_use[next(iter(in_use))]:.3f}, for every question.",
                 icon=":material/tune:")

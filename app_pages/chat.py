@@ -222,8 +222,9 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
             f"support (≥ {gated.rule.min_support:.0%})", min_value=0.0, max_value=1.0, format="percent",
             help="Share of the question's own words (weighted by rarity in the folder) the passage holds. "
                  f"Needs {gated.rule.min_support:.0%}"
-                 + (f", or {gated.rule.relaxation} unless the question names something the folder never mentions."
-                    if gated.rule.relaxation else ".")),
+                 + (f", or {gated.rule.relaxation} unless the question names something the folder never mentions"
+                    if gated.rule.relaxation else "")
+                 + ". A question naming something the folder never mentions fails every passage."),
         "lacks": st.column_config.TextColumn("lacks", help="The question's words this passage does not hold"),
         "document": st.column_config.TextColumn("document"),
         "section": st.column_config.TextColumn("section"),
@@ -238,6 +239,9 @@ def unknown_names_note(result: rag.SearchResult) -> str:
     if not result.unknown_names:
         return ""
     names = ", ".join(f'"{n}"' for n in result.unknown_names)
+    if result.absent_names:
+        return (f". The question names {ui.md_escape(names)}, which the folder never mentions: no passage is "
+                "evidence for it")
     return (f". The question names {ui.md_escape(names)}, which the folder never mentions: every passage needs "
             "the full support, however close")
 

@@ -282,6 +282,8 @@ def _rule(name: str, min_support: float, close_support: float, **kw):
             need = kw.get("need", 0.0)
         if name == "resid-close" and need < min_support and row["resid"] > kw["resid"]:
             need = min_support  # the close relaxation only for a passage near the words it lacks
+        if name == "refuse-names" and row["names"]:
+            return False  # a question naming what the folder never mentions is refused outright
         ok = row["support"] + 1e-9 >= (min_support if name == "resid-only" else need)
         if name in ("resid-or", "resid-only") and not denied:
             ok = ok or row["resid"] <= kw["resid"]
@@ -301,6 +303,7 @@ def simulate(out: Path) -> None:
         rare = []
         print("wordfreq is not installed: the two rules that read word rarity are skipped")
     rules = [("shipped", 0.5, 0.2, {})]
+    rules += [("refuse-names", 0.5, cs, {"percentile": p}) for p, cs in ((0.0, 0.2), (0.02, 0.3), (0.02, 0.2))]
     rules += [(r, ms, cs, {}) for r in rare for ms, cs in ((0.5, 0.2), (0.5, 0.1))]
     rules += [("sentence", ms, cs, {}) for ms, cs in ((0.5, 0.2), (0.4, 0.2))]
     rules += [("near-words", 0.5, 0.2, {"near": n}) for n in (0.85, 0.75, 0.65)]
@@ -326,7 +329,7 @@ def simulate(out: Path) -> None:
                 threshold, close = cal.get(s["lang"], cal["en"])
                 kept = [r for r in s["rows"] if distance(r) <= threshold and passes(r, s, close)][:4]
                 group = f"{s['set']} {s['lang']}" if folder == "sample" else folder
-                t = tally.setdefault((s["split"], group), [0, 0, 0, 0])
+                t = tally.setdefault((s["split"], group), [0, 0, 0, 0, 0, 0])
                 if s["kind"] == "answerable":
                     if any(r["fused_rank"] <= 4 and contains(r["content"], s["needle"]) for r in s["rows"]):
                         t[1] += 1
@@ -334,9 +337,13 @@ def simulate(out: Path) -> None:
                 elif s["kind"] != "near-miss":
                     t[3] += 1
                     t[2] += bool(kept)
+                else:
+                    t[5] += 1
+                    t[4] += bool(kept)
         label = f"{name}{' ' + str(kw) if kw else ''} ({ms} / {cs})"
         for split in ("dev", "test"):
-            cells = [f"{g}: kept {k}/{n}, answered {b}/{m}" for (sp, g), (k, n, b, m) in sorted(tally.items()) if sp == split]
+            cells = [f"{g}: kept {k}/{n}, answered {b}/{m}" + (f", near-miss {x}/{y}" if y else "")
+                     for (sp, g), (k, n, b, m, x, y) in sorted(tally.items()) if sp == split]
             print(f"{label:52} {split:4} " + "; ".join(cells), flush=True)
 
 

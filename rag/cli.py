@@ -123,7 +123,10 @@ def print_turn(turn: Turn) -> None:
     close = f", {rule.relaxation}" if rule.relaxation else ""
     print(f"\nRetrieval (threshold {g.threshold:.3f}{note}; support at least {rule.min_support:.0%}{close}; "
           f"at most {g.max_chunks} kept)")
-    if turn.result.unknown_names:
+    if turn.result.absent_names:
+        print(f"The folder never mentions {', '.join(turn.result.unknown_names)}, which the question names: no "
+              "passage is evidence for it")
+    elif turn.result.unknown_names:
         print(f"The folder never mentions {', '.join(turn.result.unknown_names)}, which the question names: every "
               f"passage needs {rule.min_support:.0%} however close")
     if g.codes_note:

@@ -8,9 +8,14 @@ tests, in this order:
    found in the passage (`Candidate.support`, computed by search) is at least `SupportRule.min_support`
    (half), or, for a passage closer than any unrelated question comes to this folder
    (`SupportRule.close`, from the calibration), at least `SupportRule.close_support`: a close paraphrase
-   may use its own words, a far one may not. That relaxation does not apply when the question names
-   something the folder never mentions (`Candidate.unknown_names`: "YouTube", "Peru" written as names):
-   a passage about upload limits, however close, says nothing about YouTube's.
+   may use its own words, a far one may not.
+
+A question that names something the folder never mentions (`Candidate.absent_names`: "Falcon" in "When
+does Project Falcon go live?", "YouTube", "Peru", written as names, with no word of the folder one letter
+off) has no evidence here: a note on Project Heron's go-live date holds every other word, and a passage on
+upload limits, however close, says nothing about YouTube's. Every candidate fails the support test, and
+the refusal says which name. A name written as an acronym ("PPP", which the folder may spell out) only
+loses the close relaxation (`Candidate.unknown_names`).
 
 A passage that holds a code the question names (`Candidate.codes`: "ERR-4017", "UTF-8"; letters and
 digits joined) passes the support test whatever else it lacks: an identifier is as specific as a question
@@ -57,7 +62,8 @@ UNSUPPORTED = "lacks the question's words"
 
 # Names the version of the tests below: a change to them recalibrates every folder (part of the calibration's
 # fingerprint), since the calibrated threshold is chosen with them.
-GATE_RULES = "support-3: close relaxation denied for unknown names; a held code passes the support test"
+GATE_RULES = ("support-4: a name the folder never mentions fails every passage (an acronym: no close relaxation); "
+              "a held code passes the support test")
 
 # Which test a refusal failed (`Gated.failed`).
 EMPTY, DISTANCE, SUPPORT = "empty", "distance", "support"
@@ -97,6 +103,16 @@ def unsupported_text(threshold: float, question: str, missing: Sequence[str], be
     share = "" if best is None or min_support is None else f" (the best holds {percent(best)}; {min_support:.0%} needed)"
     return (f'{REFUSAL_PREFIX}: no passage under cosine distance {threshold:.3f} mentions enough of the words of '
             f'"{question}"{share}')
+
+
+def absent_text(question: str, names: Sequence[str]) -> str:
+    """The refusal when the question names something the folder never mentions.
+
+    >>> absent_text("When does Project Falcon go live?", ("falcon",))
+    'NO ANSWER: the folder never mentions "falcon", which "When does Project Falcon go live?" names'
+    """
+    words = " or ".join(f'"{w}"' for w in names)
+    return f'{REFUSAL_PREFIX}: the folder never mentions {words}, which "{question}" names'
 
 
 def other_language_hint(question_lang: str, passage_langs: Sequence[str]) -> str:
@@ -163,6 +179,8 @@ class SupportRule:
         return self.needed(c.distance, c.unknown_names)
 
     def passes(self, c: Candidate) -> bool:
+        if c.absent_names:
+            return False
         return bool(c.codes) or c.support + 1e-9 >= self.needed_by(c)
 
     def holds_in_full(self, c: Candidate) -> bool:
@@ -278,14 +296,20 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
             failed, refusal = EMPTY, refusal_text(threshold, result.question)
         elif not near:
             failed, refusal = DISTANCE, refusal_text(threshold, result.question)
+            if result.absent_names:  # nor would any threshold let a passage through
+                refusal += "; " + absent_text(result.question, result.absent_names).split(": ", 1)[1]
         else:
             failed = SUPPORT
             # Words that none of the close passages holds, in the question's order.
             lacking = set.intersection(*(set(c.missing) for c in near))
             missing = tuple(w for w in result.terms if w in lacking)
             best = max(near, key=lambda c: c.support)
-            refusal = unsupported_text(threshold, result.question, missing[:4], best.support, rule.needed_by(best))
-            refusal += other_language_hint(result.language, [c.lang for c in near])
+            if result.absent_names:
+                refusal = absent_text(result.question, result.absent_names)
+            else:
+                refusal = unsupported_text(threshold, result.question, missing[:4], best.support,
+                                           rule.needed_by(best))
+                refusal += other_language_hint(result.language, [c.lang for c in near])
     elif not any(rule.holds_in_full(c) for c in kept):  # kept as close paraphrases only
         lacking = set.intersection(*(set(c.missing) for c in kept))
         missing = tuple(w for w in result.terms if w in lacking)

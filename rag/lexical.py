@@ -190,6 +190,17 @@ def question_names(question: str) -> list[str]:
     return list(out)
 
 
+def acronyms(question: str) -> set[str]:
+    """The question's words written in capitals only, two to five letters ("PPP", "PC", "EUA"), folded: an
+    acronym the folder never uses may still be what it spells out in full.
+
+    >>> sorted(acronyms("Is the PC version of PPP on AWS? And OneDrive, YouTube, I?"))
+    ['aws', 'pc', 'ppp']
+    """
+    return {m.group().lower() for m in _TOKEN.finditer(unicodedata.normalize("NFC", question))
+            if 2 <= len(m.group()) <= 5 and m.group().isalpha() and m.group().isupper()}
+
+
 def term_tokens(term: str, lang: str) -> list[str]:
     """The index tokens one content word becomes under a language's analyzer (a code: itself whole)."""
     lang = lang if lang in LANGUAGES else "en"
@@ -204,6 +215,23 @@ def analyze_query(question: str, languages: Sequence[str]) -> list[str]:
         for tok in analyze(question, lang):
             seen.setdefault(tok, None)
     return list(seen)
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """a and b differ by one letter added, dropped or changed, or two neighbours swapped (not equal).
+
+    >>> [_one_edit("krugmen", w) for w in ("krugman", "krugmens", "kurgmen", "krugmen", "krugmann")]
+    [True, True, True, False, False]
+    """
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    if len(a) == len(b):
+        return a[i + 1:] == b[i + 1:] or (a[i + 2:] == b[i + 2:] and a[i:i + 2] == b[i:i + 2][::-1])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return short[i:] == long_[i + 1:]
 
 
 @dataclass
@@ -271,6 +299,24 @@ class LexicalIndex:
             if tokens and all(self._df(t) > 0 for t in tokens):
                 return False
         return True
+
+    def spelled_near(self, term: str) -> bool:
+        """True when the folder holds a word one letter off the term (one added, dropped, changed, or two
+        swapped; under any language's analyzer): the question may misspell a name the folder uses
+        ("Krugmen" for Krugman, "Sunnside" for Sunnyside) or use its adjective ("Californian"), so the
+        name is not said to be absent. Words under five letters have too many such neighbours to judge.
+
+        Scans the vocabulary of the lengths within one of the token's: only for a name the folder never
+        uses, which is rare, so nothing is precomputed.
+        """
+        if self._bm25 is None or is_code(term):  # ERR-4017 is not a misspelling of ERR-4018
+            return False
+        for lang in LANGUAGES:
+            for token in term_tokens(term, lang):
+                if len(token) >= 5 and any(abs(len(v) - len(token)) <= 1 and _one_edit(token, v)
+                                           for v in self._bm25.vocab_dict):
+                    return True
+        return False
 
     def known(self, token: str) -> bool:
         """True when some chunk holds this analysed token."""

@@ -50,8 +50,8 @@ import numpy as np
 
 from rag.embed import Embedder
 from rag.followup import refers_back
-from rag.lexical import (LexicalIndex, analyze, analyze_query, is_code, question_language, question_names,
-                         question_terms)
+from rag.lexical import (LexicalIndex, acronyms, analyze, analyze_query, is_code, question_language,
+                         question_names, question_terms)
 from rag.settings import Settings
 from rag.store import StoredChunk
 
@@ -203,6 +203,9 @@ class Candidate:
     # Names the question writes (capitalised mid-sentence) that no chunk of the folder holds: the same for
     # every candidate of a search; the gate then denies the close-paraphrase relaxation (rag.gate).
     unknown_names: tuple[str, ...] = ()
+    # Of those, the ones written as words, not acronyms ("falcon" in "Project Falcon", not "ppp"): the
+    # question is about something the folder never mentions, so no passage is evidence for it (rag.gate).
+    absent_names: tuple[str, ...] = ()
     # Codes the question names (`is_code`: ERR-4017, UTF-8), or a follow-up names through "it" (those of the
     # question it was joined to), that this chunk holds, exactly as one token: such a chunk passes the
     # support test whatever other words it lacks (rag.gate).
@@ -220,6 +223,7 @@ class SearchResult:
     searched_chunks: int = 0
     terms: tuple[str, ...] = ()  # the content words the support test looks for
     unknown_names: tuple[str, ...] = ()  # of `terms`: names the question writes that the folder never uses
+    absent_names: tuple[str, ...] = ()  # of `unknown_names`: those not written as acronyms
     language: str = ""  # the question's language ('en', 'pt', '' when unclear)
     fusion: str = "rrf"  # how the sides were fused (rag.search.FUSIONS)
     # Feedback (settings.feedback): the first `kept_first` candidates are the question's own ranking, the
@@ -425,8 +429,11 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     rewritten = query != question and not query.endswith(question)
     own = query if rewritten else question
     terms = tuple(question_terms(own)) or tuple(question_terms(query))
-    # Only a folder with something in it can be said never to mention a name.
-    unknown = tuple(n for n in question_names(own) if n in terms and snapshot.chunks and snapshot.lexical.unused(n))
+    # Only a folder with something in it can be said never to mention a name; one a letter off a word it
+    # uses may be a misspelling of it.
+    unknown = tuple(n for n in question_names(own) if n in terms and snapshot.chunks and snapshot.lexical.unused(n)
+                    and not snapshot.lexical.spelled_near(n))
+    absent = tuple(n for n in unknown if n not in acronyms(own))
     codes = tuple(t for t in terms if is_code(t))
     # A follow-up joined to the question it refers to ("And how do I fix it?" after "What does ERR-4017
     # mean?") names that question's codes through "it": a passage holding one passes the support test by
@@ -450,11 +457,11 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             page_end=m.get("page_end"), kind=kind, fused_rank=rank, fused_score=fused[cid].score,
             distance=float(distances[cid]), dense_rank=dense_rank.get(cid), bm25_rank=bm25_rank.get(cid),
             bm25_score=bm25_scores.get(cid), dense_norm=fused[cid].dense, bm25_norm=fused[cid].bm25,
-            support=support, missing=missing, unknown_names=unknown,
+            support=support, missing=missing, unknown_names=unknown, absent_names=absent,
             codes=tuple(t for t in codes if t not in missing) + held_referred, lang=m.get("lang", ""),
         ))
     lap("support")
     return SearchResult(question=question, query=query, candidates=candidates, weights=weights,
                         timings_ms=timings, searched_chunks=len(snapshot.chunks), terms=terms,
-                        unknown_names=unknown, language=question_language(question), fusion=settings.fusion,
+                        unknown_names=unknown, absent_names=absent, language=question_language(question), fusion=settings.fusion,
                         kept_first=kept, expansion=expansion)

@@ -17,6 +17,7 @@ from rag import SUPPORT, DISTANCE, EMPTY, SupportRule, gate
 from rag.calibration import KINDS, calibrate, choose_threshold, question_kinds, unrelated_questions
 from rag.cli import main as cli
 from rag.calibration import evidence_distance
+from rag.gate import absent_text
 from rag.lexical import LexicalIndex, is_code, question_names, question_terms
 from rag.search import Candidate, SearchResult
 
@@ -394,6 +395,63 @@ def test_a_question_naming_what_the_folder_never_mentions_is_refused(sample_engi
     assert any(c.distance <= rule.close and c.support + 1e-9 >= rule.close_support for c in turn.gated.candidates)
 
 
+PROJECTS = """# Project notes
+
+## Project Heron
+
+Project Heron replaces the old billing system. The go-live date of Project Heron is 14 March 2027, after two
+weeks of parallel running. The project lead is Marta Silva. Heron keeps the ERP export as it is.
+
+## Office move
+
+The team moves to the third floor in January. Desks are assigned by the facilities team.
+"""
+
+
+# A note on Project Heron holds every word of a question about Project Falcon but the name: before names were
+# checked it answered with Heron's date. A misspelled name the folder uses is not absent; an acronym the
+# folder never uses (it may spell it out) only loses the close relaxation.
+@pytest.mark.parametrize("question, absent, answered", [
+    ("What is the go-live date of Project Falcon?", ("falcon",), False),
+    ("Qual é a data de arranque do Projeto Falcon?", ("falcon",), False),
+    ("What is the go-live date of Project Heron?", (), True),
+    ("What is the go-live date of Project Herron?", (), True),
+    ("Does Project Heron keep the ERP export as it is for the CFO?", (), True),
+])
+def test_a_question_naming_what_the_folder_never_mentions_has_no_evidence(make_engine, tmp_path, question,
+                                                                          absent, answered):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "projects.md").write_text(PROJECTS, encoding="utf-8")
+    engine = make_engine(folder)
+    engine.sync()
+    turn = engine.ask(question)
+    assert turn.result.absent_names == absent
+    assert bool(turn.gated.kept) == answered, turn.gated.refusal
+    if absent:
+        # In English, Heron's note is close and holds the question's other words: only the name refuses it.
+        # In Portuguese it is over the threshold too, and the refusal says both.
+        said = absent_text(question, absent)
+        if turn.gated.failed == SUPPORT:
+            assert turn.gated.refusal == said and rag.UNSUPPORTED in turn.gated.verdicts
+        else:
+            assert turn.gated.failed == DISTANCE and turn.gated.refusal.endswith(said.split(": ", 1)[1])
+        assert turn.gated.failed == SUPPORT or not question.startswith("What")
+        assert turn.gated.needed_threshold is None
+    if "CFO" in question:
+        assert turn.result.unknown_names == ("cfo",)
+
+
+@pytest.mark.parametrize("word, folder_word, near", [
+    ("krugmen", "krugman", True), ("sunnside", "sunnyside", True), ("carslbad", "carlsbad", True),
+    ("californian", "california", True), ("falcon", "heron", False), ("temu", "tenu", False),
+    ("err-9999", "err-9998", False),
+])
+def test_a_name_one_letter_off_a_folder_word_is_not_absent(word, folder_word, near):
+    index = LexicalIndex.build([f"A passage that names {folder_word} once."], ["en"])
+    assert index.unused(word) and index.spelled_near(word) == near
+
+
 def test_a_question_naming_a_code_is_answered_by_the_passage_holding_it(sample_engine):
     # A Portuguese question about a code that an English table row explains: the row holds the code and none
     # of the question's other words (29% support, under the 50% it needs at 0.78); before the code rule it
@@ -453,7 +511,7 @@ def test_a_code_the_folder_never_holds_is_refused_with_its_name(sample_engine):
     turn = sample_engine.ask("What does ERR-9999 mean?")
     assert turn.answer.refused and turn.gated.failed == SUPPORT
     assert all(c.codes == () for c in turn.gated.candidates) and turn.gated.codes_note is None
-    assert 'never mention "err-9999"' in turn.gated.refusal
+    assert 'the folder never mentions "err-9999"' in turn.gated.refusal
 
 
 def test_an_empty_folder_is_not_said_to_never_mention_a_name(make_engine, capsys):
