@@ -38,9 +38,9 @@ import ui_files
 from rag import diagnosis
 
 VERDICT_LABEL = {rag.KEPT: "kept", rag.CAPPED: "under threshold, over cap", rag.OVER: "over threshold",
-                 rag.UNSUPPORTED: "lacks the question's words"}
+                 rag.UNSUPPORTED: "lacks the question's words", rag.OFF_SUBJECT: "lacks the earlier question's subject"}
 VERDICT_COLOUR = {rag.KEPT: "background-color: #e3f1e6", rag.CAPPED: "background-color: #fbf0d9", rag.OVER: "",
-                  rag.UNSUPPORTED: "background-color: #f6e3e3"}
+                  rag.UNSUPPORTED: "background-color: #f6e3e3", rag.OFF_SUBJECT: "background-color: #f6e3e3"}
 
 
 # --- sidebar: this page's controls --------------------------------------------------------------------
@@ -231,7 +231,8 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
         "preview": st.column_config.TextColumn("preview", width="large"),
         "verdict": st.column_config.TextColumn(
             "verdict", help=f"kept (at most {gated.max_chunks}) / under threshold, over cap / over threshold / "
-                            "lacks the question's words (the support test)"),
+                            "lacks the question's words (the support test) / lacks the earlier question's "
+                            "subject (a follow-up's passage holding none of the words of the question it follows)"),
     })
 
 

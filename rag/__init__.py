@@ -37,7 +37,7 @@ from rag.indexer import FileOutcome, SyncReport  # noqa: E402
 from rag.uploads import UploadConflict, UploadError, safe_name  # noqa: E402
 from rag.extract import ExtractionError, Extracted, extract, extract_bytes  # noqa: E402
 from rag.calibration import Calibration, LanguageCalibration  # noqa: E402
-from rag.gate import (CAPPED, DISTANCE, EMPTY, KEPT, OVER, SUPPORT, UNSUPPORTED, Citation, Gated,  # noqa: E402
+from rag.gate import (CAPPED, DISTANCE, EMPTY, KEPT, OFF_SUBJECT, OVER, SUPPORT, UNSUPPORTED, Citation, Gated,  # noqa: E402
                       SupportRule, floored, gate, refusal_text)
 from rag.library import DocRecord, Stamp  # noqa: E402
 from rag.llm import ChatClient, LLMError  # noqa: E402
@@ -50,7 +50,7 @@ __all__ = [
     "NO_ANSWER_SENTENCE", "ChatClient", "CitationCheck", "LLMError", "LLMGenerator", "build_prompt",
     "check_citations", "followup_query", "is_followup", "make_generator",
     "Calibration", "DISTANCE", "EMPTY", "LanguageCalibration", "SUPPORT", "SupportRule", "ThresholdChoice",
-    "UNSUPPORTED", "Located", "Mark", "ViewerError",
+    "UNSUPPORTED", "OFF_SUBJECT", "Located", "Mark", "ViewerError",
     "Answer", "CAPPED", "Candidate", "ChosenSentence", "Chunk", "Citation", "DocRecord", "Embedder", "Engine",
     "ExtractionError", "Extracted", "ExtractiveGenerator", "FileOutcome", "floored", "Gated", "Generator", "KEPT",
     "LibraryStats", "OVER", "SearchResult", "Settings", "Stamp", "StoreError", "Strategy", "SyncReport", "Turn",

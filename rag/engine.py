@@ -428,6 +428,7 @@ class Engine:
 
 def _holds_own_words(result: SearchResult, settings: Settings) -> bool:
     """Whether some candidate holds enough of the question's own words in full (`min_support`, or a code
-    it names): read off support alone, so the choice between two searches does not move with the slider."""
+    it names), and, for a follow-up, some of the question's before it: read off support alone, so the
+    choice between two searches does not move with the slider."""
     rule = SupportRule(min_support=settings.min_support)
-    return any(rule.holds_in_full(c) for c in result.candidates)
+    return any(rule.holds_in_full(c) and not rule.off_subject(c) for c in result.candidates)

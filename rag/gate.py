@@ -17,6 +17,11 @@ upload limits, however close, says nothing about YouTube's. Every candidate fail
 the refusal says which name. A name written as an acronym ("PPP", which the folder may spell out) only
 loses the close relaxation (`Candidate.unknown_names`).
 
+A follow-up searched with the question before it (rag.followup) leans on that question's subject: a
+passage that holds none of its words (`Candidate.subject_support` 0) is about something else, however well
+it holds the follow-up's own ("At what temperature?" after "How long do I bake the chocolate cake?", and a
+fridge manual that says "temperature"), and fails with its own verdict, `OFF_SUBJECT`.
+
 A passage that holds a code the question names (`Candidate.codes`: "ERR-4017", "UTF-8"; letters and
 digits joined) passes the support test whatever else it lacks: an identifier is as specific as a question
 gets ("o erro ERR-3001 resolve-se como?" asked of an English table row holds none of the other words). It
@@ -59,6 +64,7 @@ KEPT = "kept"
 CAPPED = "under threshold, over cap"
 OVER = "over threshold"
 UNSUPPORTED = "lacks the question's words"
+OFF_SUBJECT = "lacks the earlier question's subject"
 
 # Names the version of the tests below: a change to them recalibrates every folder (part of the calibration's
 # fingerprint), since the calibrated threshold is chosen with them.
@@ -113,6 +119,18 @@ def absent_text(question: str, names: Sequence[str]) -> str:
     """
     words = " or ".join(f'"{w}"' for w in names)
     return f'{REFUSAL_PREFIX}: the folder never mentions {words}, which "{question}" names'
+
+
+def off_subject_text(threshold: float, question: str, subject: Sequence[str]) -> str:
+    """The refusal when a follow-up's words are only held by passages about something else.
+
+    >>> print(off_subject_text(0.8, "At what temperature?", ("bake", "chocolate", "cake")))  # doctest: +NORMALIZE_WHITESPACE
+    NO ANSWER: the passages under cosine distance 0.800 that hold the words of "At what temperature?" never
+    mention "bake", "chocolate" or "cake", the subject of the question before it
+    """
+    words = ", ".join(f'"{w}"' for w in subject[:-1]) + (" or " if len(subject) > 1 else "") + f'"{subject[-1]}"'
+    return (f'{REFUSAL_PREFIX}: the passages under cosine distance {threshold:.3f} that hold the words of '
+            f'"{question}" never mention {words}, the subject of the question before it')
 
 
 def other_language_hint(question_lang: str, passage_langs: Sequence[str]) -> str:
@@ -179,9 +197,17 @@ class SupportRule:
         return self.needed(c.distance, c.unknown_names)
 
     def passes(self, c: Candidate) -> bool:
-        if c.absent_names:
+        # Both are part of the support test: with none (min_support 0, `NO_SUPPORT_TEST`) neither applies.
+        if self.min_support > 0 and (c.absent_names or self.off_subject(c)):
             return False
         return bool(c.codes) or c.support + 1e-9 >= self.needed_by(c)
+
+    @staticmethod
+    def off_subject(c: Candidate) -> bool:
+        """A follow-up's passage that holds none of the words of the question it follows (and no code the
+        follow-up refers to): it is about something else, however well it holds the follow-up's own words
+        ("At what temperature?" after a cake question, and a fridge manual's "temperature")."""
+        return c.subject_support is not None and c.subject_support <= 0 and not c.codes
 
     def holds_in_full(self, c: Candidate) -> bool:
         """It holds the full share of the question's words (or a code it names), not only a close
@@ -280,7 +306,9 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
         if c.distance > threshold:
             verdicts.append(OVER)
         elif not rule.passes(c):
-            verdicts.append(UNSUPPORTED)
+            # Lacking its own words says more than lacking the subject: the verdict names that first.
+            own = c.support + 1e-9 >= rule.needed_by(c) or bool(c.codes)
+            verdicts.append(OFF_SUBJECT if own and rule.off_subject(c) else UNSUPPORTED)
         elif len(kept) < max_chunks:
             verdicts.append(KEPT)
             kept.append(c)
@@ -291,7 +319,8 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
     closest_supported = min(supported, key=lambda c: c.distance, default=None)
     failed, missing, refusal = None, (), None
     if not kept:
-        near = [c for c, v in zip(result.candidates, verdicts) if v == UNSUPPORTED]
+        near = [c for c, v in zip(result.candidates, verdicts) if v in (UNSUPPORTED, OFF_SUBJECT)]
+        elsewhere = [c for c, v in zip(result.candidates, verdicts) if v == OFF_SUBJECT]
         if closest is None:
             failed, refusal = EMPTY, refusal_text(threshold, result.question)
         elif not near:
@@ -306,6 +335,8 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
             best = max(near, key=lambda c: c.support)
             if result.absent_names:
                 refusal = absent_text(result.question, result.absent_names)
+            elif elsewhere:
+                refusal = off_subject_text(threshold, result.question, result.subject[:4])
             else:
                 refusal = unsupported_text(threshold, result.question, missing[:4], best.support,
                                            rule.needed_by(best))

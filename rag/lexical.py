@@ -128,7 +128,7 @@ QUESTION_FILLER = frozenset(fold(w) for w in """a an the of to in on at by for f
     preciso precisa quero dizer diz mostra fazer faz faço coisa coisas algo possível maneira forma tipo tipos""".split())
 
 
-def question_terms(question: str) -> list[str]:
+def question_terms(question: str, measures: bool = True) -> list[str]:
     """The question's own content words, lowercased, in order, once each: every word that is neither a
     stopword of a supported language nor a word of asking. Codes stay whole (`err-4017`).
 
@@ -138,11 +138,23 @@ def question_terms(question: str) -> list[str]:
     ['err-4017']
     >>> question_terms("What value of k does it use?")
     ['value', 'k']
+
+    `measures=False` leaves out the word after "how", which asks for a measure ("how long", "how big"):
+    the answer gives the measure ("35 minutes", "50 MB"), seldom the word, so it says nothing of what the
+    question is about (`rag.search`, a follow-up's subject). The support test keeps it: measured, leaving
+    it out there moved nothing but one unrelated question across SQuAD's calibrated threshold.
+
+    >>> question_terms("How long do I bake the cake? How big can an upload be?", measures=False)
+    ['bake', 'cake', 'upload']
     """
     stop = frozenset().union(*(_stopwords(lang) for lang in LANGUAGES)) | QUESTION_FILLER
     out: dict[str, None] = {}
+    previous = ""
     for m in _TOKEN.finditer(unicodedata.normalize("NFC", question.lower())):
         tok = m.group()
+        after_how, previous = previous == "how", tok
+        if after_how and not measures:
+            continue
         whole = _PART.findall(tok)
         parts = [p for p in whole if fold(p) not in stop]
         if len(whole) > 1 and parts:

@@ -211,6 +211,9 @@ class Candidate:
     # support test whatever other words it lacks (rag.gate).
     codes: tuple[str, ...] = ()
     lang: str = ""  # the chunk's language, as indexing detected it ("" when unclear)
+    # For a follow-up joined to the question before it: the share (IDF-weighted) of that question's own
+    # words, the subject the follow-up leans on, this chunk holds. None for a question searched alone.
+    subject_support: float | None = None
 
 
 @dataclass
@@ -224,6 +227,7 @@ class SearchResult:
     terms: tuple[str, ...] = ()  # the content words the support test looks for
     unknown_names: tuple[str, ...] = ()  # of `terms`: names the question writes that the folder never uses
     absent_names: tuple[str, ...] = ()  # of `unknown_names`: those not written as acronyms
+    subject: tuple[str, ...] = ()  # a follow-up joined to the question before it: that question's words
     language: str = ""  # the question's language ('en', 'pt', '' when unclear)
     fusion: str = "rrf"  # how the sides were fused (rag.search.FUSIONS)
     # Feedback (settings.feedback): the first `kept_first` candidates are the question's own ranking, the
@@ -441,6 +445,11 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     referred: tuple[str, ...] = ()
     if not rewritten and query != question and refers_back(question):
         referred = tuple(t for t in question_terms(query[:-len(question)]) if is_code(t) and t not in codes)
+    # A follow-up joined to the question before it is about that question's subject: its words (those the
+    # follow-up does not say itself) are what a passage must also hold to be about the same thing.
+    subject: tuple[str, ...] = ()
+    if not rewritten and query != question:
+        subject = tuple(t for t in question_terms(query[:-len(question)], measures=False) if t not in terms)
     candidates = []
     for rank, cid in enumerate(order, start=1):
         sc = snapshot.chunks[snapshot.pos[cid]]
@@ -449,6 +458,8 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
         if referred:
             _, lacking = snapshot.lexical.support(snapshot.pos[cid], referred, sc.meta.get("lang", ""))
             held_referred = tuple(t for t in referred if t not in lacking)
+        on_subject = snapshot.lexical.support(snapshot.pos[cid], subject, sc.meta.get("lang", ""))[0] \
+            if subject else None
         path, title, kind = snapshot.docs.get(sc.doc_id, (sc.doc_id, "", ""))
         m = sc.meta
         candidates.append(Candidate(
@@ -459,9 +470,10 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             bm25_score=bm25_scores.get(cid), dense_norm=fused[cid].dense, bm25_norm=fused[cid].bm25,
             support=support, missing=missing, unknown_names=unknown, absent_names=absent,
             codes=tuple(t for t in codes if t not in missing) + held_referred, lang=m.get("lang", ""),
+            subject_support=on_subject,
         ))
     lap("support")
     return SearchResult(question=question, query=query, candidates=candidates, weights=weights,
                         timings_ms=timings, searched_chunks=len(snapshot.chunks), terms=terms,
-                        unknown_names=unknown, absent_names=absent, language=question_language(question), fusion=settings.fusion,
+                        unknown_names=unknown, absent_names=absent, subject=subject, language=question_language(question), fusion=settings.fusion,
                         kept_first=kept, expansion=expansion)

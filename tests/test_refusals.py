@@ -17,7 +17,7 @@ from rag import SUPPORT, DISTANCE, EMPTY, SupportRule, gate
 from rag.calibration import KINDS, calibrate, choose_threshold, question_kinds, unrelated_questions
 from rag.cli import main as cli
 from rag.calibration import evidence_distance
-from rag.gate import absent_text
+from rag.gate import absent_text, off_subject_text
 from rag.lexical import LexicalIndex, is_code, question_names, question_terms
 from rag.search import Candidate, SearchResult
 
@@ -440,6 +440,59 @@ def test_a_question_naming_what_the_folder_never_mentions_has_no_evidence(make_e
         assert turn.gated.needed_threshold is None
     if "CFO" in question:
         assert turn.result.unknown_names == ("cfo",)
+
+
+KITCHEN = {
+    "cake.md": "# Chocolate cake\n\n## Ingredients\n\n200 g of flour, 200 g of sugar, 3 eggs, 100 g of dark chocolate "
+               "and 120 g of butter.\n\n## Method\n\nMelt the chocolate with the butter. Beat the eggs with the "
+               "sugar, fold in the flour and the melted chocolate. Bake the cake in a preheated oven at 180 °C for 35 "
+               "minutes, until a skewer comes out clean.\n",
+    "fridge.md": "# Fridge manual\n\n## Settings\n\nKeep the fridge temperature at 4 °C and the freezer at -18 °C. A "
+                 "higher temperature shortens how long food keeps.\n\n## Cleaning\n\nUnplug the fridge and wipe the "
+                 "shelves with warm water once a month.\n",
+}
+
+
+# Found by trying the app: "At what temperature?" after a cake question was judged on "temperature" alone
+# and answered from the fridge manual, the only passage that says it. A follow-up's passage must also hold
+# some of the words of the question it follows ("how long" asks for a measure: "long" is not one of them).
+@pytest.mark.parametrize("first, followup, answered_from", [
+    ("How long do I bake the chocolate cake?", "At what temperature?", None),
+    ("How long do I bake the chocolate cake?", "And how much sugar?", "cake.md"),
+    ("What temperature should the fridge be?", "And the freezer?", "fridge.md"),
+])
+def test_a_followup_is_answered_only_from_passages_about_the_question_it_follows(make_engine, tmp_path, first,
+                                                                                 followup, answered_from):
+    folder = tmp_path / "kitchen"
+    folder.mkdir()
+    for name, text in KITCHEN.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    engine = make_engine(folder)
+    engine.sync()
+    before = engine.ask(first)
+    turn = engine.ask(followup, history=[before.result.query])
+    assert turn.result.query == f"{first} {followup}"
+    assert {c.doc_name for c in turn.gated.kept} <= ({answered_from} if answered_from else set())
+    assert bool(turn.gated.kept) == bool(answered_from), turn.gated.refusal
+    if answered_from is None:
+        # The fridge passage holds "temperature" and is close enough, but none of the cake's words.
+        fridge = [v for c, v in zip(turn.gated.candidates, turn.gated.verdicts) if c.doc_name == "fridge.md"
+                  and "temperature" in c.content and c.distance <= turn.gated.threshold]
+        assert fridge == [rag.OFF_SUBJECT]
+        assert turn.gated.failed == SUPPORT
+        assert turn.gated.refusal == off_subject_text(turn.gated.threshold, followup, ("bake", "chocolate", "cake"))
+    # Asked alone, no earlier subject: the fridge passage answers "At what temperature?".
+    alone = engine.ask(followup)
+    assert all(c.subject_support is None for c in alone.result.candidates)
+
+
+def test_a_followup_referring_to_a_code_does_not_also_keep_passages_about_something_else(sample_engine):
+    before = sample_engine.ask("o que significa o erro ERR-3001?")
+    turn = sample_engine.ask("Como resolvo isso?", history=[before.result.query])
+    assert turn.gated.kept and all("ERR-3001" in c.content for c in turn.gated.kept), \
+        [c.content[:60] for c in turn.gated.kept]
+    # The FAQ passage that says "resolver" but nothing of the error was kept beside the row before.
+    assert rag.OFF_SUBJECT in turn.gated.verdicts
 
 
 @pytest.mark.parametrize("word, folder_word, near", [
