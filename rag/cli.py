@@ -35,12 +35,15 @@ def _engine(args: argparse.Namespace, folder: str | None = None) -> Engine:
 
 
 def _bar(done: int, total: int, name: str) -> None:
-    if not sys.stderr.isatty() and done not in (0, total):
+    # A terminal redraws one line; a pipe or log file gets the first and last states, one line each.
+    tty = sys.stderr.isatty()
+    if not tty and done not in (0, total):
         return
     width = 30
     filled = width * done // max(total, 1)
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {name[:40]:<40}")
-    if done == total:
+    line = f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {name[:40]}"
+    sys.stderr.write(f"\r{line:<{width + 52}}" if tty else line + "\n")
+    if tty and done == total:
         sys.stderr.write("\n")
     sys.stderr.flush()
 

@@ -113,6 +113,22 @@ def test_one_writer_at_a_time_across_processes_and_a_reader_in_another(store_eng
     assert "indexed   new.md" in out
 
 
+def test_index_progress_into_a_pipe_is_whole_lines(tmp_path, capsys):
+    # A log file of `rag index 2> log` held "\r[....] 0/2" glued to the next state: a terminal's redraw.
+    from rag.cli import main
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in (1, 2):
+        (folder / f"valves-{i}.md").write_text(doc_text(i))
+    assert main(["--config", str(tmp_path / "none.toml"), "--folder", str(folder), "--index-dir",
+                 str(tmp_path / "idx"), "index"]) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    bars = [line for line in err.splitlines() if line.startswith("[")]
+    assert len(bars) == 2 and bars[0].startswith("[" + "." * 30 + "] 0/2") and bars[1].startswith("[" + "#" * 30 + "] 2/2")
+
+
 def test_ask_names_the_files_it_could_not_read_or_has_not_indexed_and_a_closed_pipe_is_no_error(make_engine, tmp_path,
                                                                                                  capsys):
     from rag.cli import main
