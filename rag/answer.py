@@ -165,7 +165,7 @@ class ExtractiveGenerator:
         pool: list[tuple[int, int, int, str]] = []
         seen: set[str] = set()
         for c in citations:
-            spans = prose_sentences(c.quote)
+            spans = [_without_row_pipes(c.quote, s, e) for s, e in prose_sentences(c.quote)]
             for s, e in spans:
                 # One line in the answer: a sentence wrapped over lines (or PDF blocks) keeps its words, not
                 # its line breaks, which Markdown would show as a new paragraph. `start`/`end` keep its place.
@@ -215,6 +215,23 @@ class ExtractiveGenerator:
         self.last_chosen = self.choose(question, citations)
         for i, c in enumerate(self.last_chosen):
             yield ("" if i == 0 else " ") + f"{c.text} [{c.n}]"
+
+
+def _without_row_pipes(text: str, start: int, end: int) -> tuple[int, int]:
+    """A Markdown table row's span without its outer pipes, which read as noise in a sentence of an answer;
+    what is left is still a piece of the quote. Other spans as they are.
+
+    >>> t = "| ERR-3004 | A PDF is protected | Remove the password |"
+    >>> t[slice(*_without_row_pipes(t, 0, len(t)))]
+    'ERR-3004 | A PDF is protected | Remove the password'
+    """
+    if not text[start:end].lstrip().startswith("|"):
+        return start, end
+    while start < end and text[start] in "| \t":
+        start += 1
+    while end > start and text[end - 1] in "| \t":
+        end -= 1
+    return start, end
 
 
 # --- LLM ------------------------------------------------------------------------------------------

@@ -360,3 +360,14 @@ def test_answer_rule_keeps_the_best_and_what_supports_as_well(embedder):
     assert len(chosen) == 3 and chosen == sorted(chosen, key=lambda c: (c.n, c.start))
     assert gen.select(many, AnswerRule(margin=0.015)) == sorted(many[:2], key=lambda c: (c.n, c.start))
     assert ANSWER_RULE == AnswerRule() and gen.rule == ANSWER_RULE
+
+
+def test_a_table_row_is_quoted_without_its_outer_pipes(sample_engine):
+    # The row was the answer as "| ERR-4017 | ... | Re-index ... |": Markdown noise around the sentence.
+    turn = sample_engine.ask("What does ERR-4017 mean?", threshold=0.9)
+    assert turn.answer.text.startswith("ERR-4017 | The index was built with a different embedding model | Re-index"), \
+        turn.answer.text
+    assert "| [" not in turn.answer.text and not turn.answer.text.startswith("|")
+    # Still a piece of the quote: the citation holds it as written.
+    first = turn.answer.text.split(" [")[0]
+    assert any(first in c.quote for c in turn.gated.citations)
