@@ -313,8 +313,8 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
                 st.text(gated.refusal)
                 if gated.closest is not None:
                     c = gated.closest
-                    where = (f"p. {c.page} · " if c.page is not None else "") + (c.section or c.title or "start of file")
-                    lacks = (f" It does not mention: {ui.md_escape(', '.join(c.missing))}."
+                    where = rag.locator(c)
+                    lacks = (f" That passage does not mention: {ui.md_escape(', '.join(c.missing))}."
                              if c.missing and not rule.passes(c) else "")
                     st.markdown(f"Closest candidate: **{ui.md_escape(c.doc_name)}** · {ui.md_escape(where)} "
                                 f"at cosine distance **{c.distance:.3f}**.{lacks}")

@@ -208,8 +208,11 @@ class Calibration:
             return "not calibrated: nothing is indexed"
         strict = min(self.languages.values(), key=lambda c: c.threshold)
         head = "no question yet" if lang is None else "language unclear"
+        if len(self.languages) == 1:
+            return f"{head}; {strict.describe()}"
         if len({c.threshold for c in self.languages.values()}) == 1:
-            return f"{head}; every language has the same value: {strict.describe()}"
+            names = " and ".join(LANGUAGE_NAMES.get(x, x) for x in sorted(self.languages))
+            return f"{head}; {names} are calibrated alike: {strict.threshold:.3f}"
         return f"{head}, so the strictest calibrated value: {strict.describe()}"
 
     def to_json(self) -> dict:

@@ -104,6 +104,11 @@ def why_not_found(engine, result: SearchResult, gated: Gated, expected_sentence:
                                                   f"{gated.threshold:.3f}), but the question names "
                                                   f"{', '.join(c.absent_names)}, which the folder never mentions: no "
                                                   "passage is evidence for it.", **base)
+            if v == UNSUPPORTED and c.lacks_names:
+                return Diagnosis(UNSUPPORTED_OUT, f"Its chunk is close enough (distance {c.distance:.3f} ≤ "
+                                                  f"{gated.threshold:.3f}), but it does not mention "
+                                                  f"{', '.join(c.lacks_names)}, which the question names: it is "
+                                                  "taken to be about something else.", **base)
             if v == OFF_SUBJECT:
                 return Diagnosis(UNSUPPORTED_OUT, f"Its chunk is close enough (distance {c.distance:.3f} ≤ "
                                                   f"{gated.threshold:.3f}) and holds the question's words, but none "

@@ -17,6 +17,11 @@ upload limits, however close, says nothing about YouTube's. Every candidate fail
 the refusal says which name. A name written as an acronym ("PPP", which the folder may spell out) only
 loses the close relaxation (`Candidate.unknown_names`).
 
+Likewise a passage that lacks a name the question writes and the folder does use (`Candidate.lacks_names`:
+"Lantern" in "What is the deadline of Project Lantern?", missing from Project Heron's section, which holds
+"deadline" and "project") is about something else. A name under three letters or with a stop ("Jr",
+"U.S.") is exempt, and a form one letter off counts as the name ("Asia" for "Asian").
+
 A follow-up searched with the question before it (rag.followup) leans on that question's subject: a
 passage that holds none of its words (`Candidate.subject_support` 0) is about something else, however well
 it holds the follow-up's own ("At what temperature?" after "How long do I bake the chocolate cake?", and a
@@ -68,8 +73,8 @@ OFF_SUBJECT = "lacks the earlier question's subject"
 
 # Names the version of the tests below: a change to them recalibrates every folder (part of the calibration's
 # fingerprint), since the calibrated threshold is chosen with them.
-GATE_RULES = ("support-4: a name the folder never mentions fails every passage (an acronym: no close relaxation); "
-              "a held code passes the support test")
+GATE_RULES = ("support-5: a name the folder never mentions fails every passage (an acronym: no close relaxation); "
+              "a passage lacking a name the folder uses fails; a held code passes the support test")
 
 # Which test a refusal failed (`Gated.failed`).
 EMPTY, DISTANCE, SUPPORT = "empty", "distance", "support"
@@ -119,6 +124,18 @@ def absent_text(question: str, names: Sequence[str]) -> str:
     """
     words = " or ".join(f'"{w}"' for w in names)
     return f'{REFUSAL_PREFIX}: the folder never mentions {words}, which "{question}" names'
+
+
+def unnamed_text(threshold: float, question: str, names: Sequence[str]) -> str:
+    """The refusal when the passages that hold a question's words are about another named thing.
+
+    >>> print(unnamed_text(0.8, "What is the deadline of Project Lantern?", ("lantern",)))  # doctest: +NORMALIZE_WHITESPACE
+    NO ANSWER: the passages under cosine distance 0.800 that hold the words of "What is the deadline of
+    Project Lantern?" never mention "lantern", which it names
+    """
+    words = " or ".join(f'"{w}"' for w in names)
+    return (f'{REFUSAL_PREFIX}: the passages under cosine distance {threshold:.3f} that hold the words of '
+            f'"{question}" never mention {words}, which it names')
 
 
 def off_subject_text(threshold: float, question: str, subject: Sequence[str]) -> str:
@@ -198,7 +215,7 @@ class SupportRule:
 
     def passes(self, c: Candidate) -> bool:
         # Both are part of the support test: with none (min_support 0, `NO_SUPPORT_TEST`) neither applies.
-        if self.min_support > 0 and (c.absent_names or self.off_subject(c)):
+        if self.min_support > 0 and (c.absent_names or c.lacks_names or self.off_subject(c)):
             return False
         return bool(c.codes) or c.support + 1e-9 >= self.needed_by(c)
 
@@ -337,6 +354,10 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
                 refusal = absent_text(result.question, result.absent_names)
             elif elsewhere:
                 refusal = off_subject_text(threshold, result.question, result.subject[:4])
+            elif unnamed := [c for c in near if c.lacks_names and c.support + 1e-9 >= rule.needed_by(c)]:
+                # Some held enough of the question's words, but not the name it asks about.
+                names = tuple(dict.fromkeys(n for c in unnamed for n in c.lacks_names))
+                refusal = unnamed_text(threshold, result.question, names)
             else:
                 refusal = unsupported_text(threshold, result.question, missing[:4], best.support,
                                            rule.needed_by(best))

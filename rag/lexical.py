@@ -141,8 +141,9 @@ def question_terms(question: str, measures: bool = True) -> list[str]:
 
     `measures=False` leaves out the word after "how", which asks for a measure ("how long", "how big"):
     the answer gives the measure ("35 minutes", "50 MB"), seldom the word, so it says nothing of what the
-    question is about (`rag.search`, a follow-up's subject). The support test keeps it: measured, leaving
-    it out there moved nothing but one unrelated question across SQuAD's calibrated threshold.
+    question is about (`rag.search`, a follow-up's subject). The support test keeps it: left out there too
+    (with "quanto custa" and "valor" alike), the sample's figures did not move and SQuAD English's
+    calibrated threshold fell (0.723 -> 0.703), two dev right passages fewer (bench/RESULTS.md).
 
     >>> question_terms("How long do I bake the cake? How big can an upload be?", measures=False)
     ['bake', 'cake', 'upload']
@@ -312,6 +313,22 @@ class LexicalIndex:
                 return False
         return True
 
+    def near_tokens(self, term: str) -> tuple[str, ...]:
+        """The folder's index tokens one letter off the term's (see `spelled_near`): "asia" for "asian"."""
+        if self._bm25 is None or is_code(term):  # ERR-4017 is not a misspelling of ERR-4018
+            return ()
+        out: dict[str, None] = {}
+        for lang in LANGUAGES:
+            for token in term_tokens(term, lang):
+                if len(token) >= 5:
+                    out.update((v, None) for v in self._bm25.vocab_dict
+                               if abs(len(v) - len(token)) <= 1 and _one_edit(token, v))
+        return tuple(out)
+
+    def holds_any(self, position: int, tokens: Sequence[str]) -> bool:
+        """Whether the chunk at `position` holds one of these index tokens."""
+        return any(self._holds(position, t) for t in tokens)
+
     def spelled_near(self, term: str) -> bool:
         """True when the folder holds a word one letter off the term (one added, dropped, changed, or two
         swapped; under any language's analyzer): the question may misspell a name the folder uses
@@ -321,14 +338,7 @@ class LexicalIndex:
         Scans the vocabulary of the lengths within one of the token's: only for a name the folder never
         uses, which is rare, so nothing is precomputed.
         """
-        if self._bm25 is None or is_code(term):  # ERR-4017 is not a misspelling of ERR-4018
-            return False
-        for lang in LANGUAGES:
-            for token in term_tokens(term, lang):
-                if len(token) >= 5 and any(abs(len(v) - len(token)) <= 1 and _one_edit(token, v)
-                                           for v in self._bm25.vocab_dict):
-                    return True
-        return False
+        return bool(self.near_tokens(term))
 
     def known(self, token: str) -> bool:
         """True when some chunk holds this analysed token."""

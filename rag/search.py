@@ -206,6 +206,9 @@ class Candidate:
     # Of those, the ones written as words, not acronyms ("falcon" in "Project Falcon", not "ppp"): the
     # question is about something the folder never mentions, so no passage is evidence for it (rag.gate).
     absent_names: tuple[str, ...] = ()
+    # Names the question writes (not acronyms) that the folder uses but this chunk does not: it is about
+    # something else ("Project Heron" for a question about Project Lantern), and fails (rag.gate).
+    lacks_names: tuple[str, ...] = ()
     # Codes the question names (`is_code`: ERR-4017, UTF-8), or a follow-up names through "it" (those of the
     # question it was joined to), that this chunk holds, exactly as one token: such a chunk passes the
     # support test whatever other words it lacks (rag.gate).
@@ -438,6 +441,13 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     unknown = tuple(n for n in question_names(own) if n in terms and snapshot.chunks and snapshot.lexical.unused(n)
                     and not snapshot.lexical.spelled_near(n))
     absent = tuple(n for n in unknown if n not in acronyms(own))
+    # Names the folder does use ("lantern" in "What is the deadline of Project Lantern?"): a passage that
+    # lacks one is about something else ("Project Heron ... Deadline: 30 November"). Not acronyms.
+    # A name under three letters or with a stop in it ("Jr", "U.S.") is an abbreviation the passage may
+    # write out; a form one letter off counts as the name ("Asia" for "Asian").
+    named = {n: snapshot.lexical.near_tokens(n) for n in question_names(own)
+             if n in terms and n not in acronyms(own) and len(n) >= 3 and "." not in n
+             and snapshot.chunks and not snapshot.lexical.unused(n)}
     codes = tuple(t for t in terms if is_code(t))
     # A follow-up joined to the question it refers to ("And how do I fix it?" after "What does ERR-4017
     # mean?") names that question's codes through "it": a passage holding one passes the support test by
@@ -469,6 +479,8 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             distance=float(distances[cid]), dense_rank=dense_rank.get(cid), bm25_rank=bm25_rank.get(cid),
             bm25_score=bm25_scores.get(cid), dense_norm=fused[cid].dense, bm25_norm=fused[cid].bm25,
             support=support, missing=missing, unknown_names=unknown, absent_names=absent,
+            lacks_names=tuple(n for n, near in named.items()
+                              if n in missing and not snapshot.lexical.holds_any(snapshot.pos[cid], near)),
             codes=tuple(t for t in codes if t not in missing) + held_referred, lang=m.get("lang", ""),
             subject_support=on_subject,
         ))

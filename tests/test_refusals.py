@@ -442,6 +442,46 @@ def test_a_question_naming_what_the_folder_never_mentions_has_no_evidence(make_e
         assert turn.result.unknown_names == ("cfo",)
 
 
+TWO_PROJECTS = """# Project notes
+
+## Project Heron
+
+Project Heron is the restoration of the parish registers of Cacela. Lead: Tomasz Vierling. Budget: 18,400 euros.
+Deadline: 30 November 2024.
+
+## Project Lantern
+
+Project Lantern is a line of hand-sewn notebooks for the museum shop. Lead: Ines Moss. The first batch is 350
+notebooks. Delivery is due on 4 October 2024.
+"""
+
+
+# Found by a user trial: "What is the deadline of Project Lantern?" was answered with Heron's deadline, from
+# Heron's section, which holds "deadline" and "project" (enough of the question's words) but not "Lantern".
+# A passage that lacks a name the question writes, and the folder uses, is about something else.
+def test_a_passage_lacking_a_name_the_question_writes_is_not_its_evidence(make_engine, tmp_path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "projects.md").write_text(TWO_PROJECTS, encoding="utf-8")
+    engine = make_engine(folder)
+    engine.sync()
+    turn = engine.ask("What is the deadline of Project Lantern?")
+    heron = [(c, v) for c, v in zip(turn.gated.candidates, turn.gated.verdicts) if "Heron" in c.content]
+    assert heron and all(c.lacks_names == ("lantern",) and v in (rag.UNSUPPORTED, rag.OVER) for c, v in heron)
+    assert "30 November" not in turn.answer.text
+    assert all("Lantern" in c.content for c in turn.gated.kept)
+    # Heron's own question keeps Heron's passage, under another form of the name too.
+    for question in ("What is the deadline of Project Heron?", "What is the deadline of the Herons project?"):
+        kept = engine.ask(question).gated.kept
+        assert kept and all("Heron" in c.content for c in kept), question
+    # Lantern's passage never gives a budget; Heron's, which does, is not Lantern's.
+    budget = engine.ask("What is the budget of Project Lantern?")
+    assert "18,400" not in budget.answer.text and all("Lantern" in c.content for c in budget.gated.kept)
+    # Only another project's passage holds the question's words: the refusal names the name it lacks.
+    lead = engine.ask("Who is the lead of Project Lantern?", threshold=0.8)
+    assert [c.lacks_names for c in lead.gated.candidates if "Heron" in c.content] == [("lantern",)]
+
+
 KITCHEN = {
     "cake.md": "# Chocolate cake\n\n## Ingredients\n\n200 g of flour, 200 g of sugar, 3 eggs, 100 g of dark chocolate "
                "and 120 g of butter.\n\n## Method\n\nMelt the chocolate with the butter. Beat the eggs with the "
@@ -732,3 +772,15 @@ def test_an_answer_kept_only_as_close_paraphrases_carries_a_note(sample_engine):
     assert not held.paraphrase_only and held.paraphrase_note is None
     refused = sample_engine.ask("What is the capital of Peru?").gated
     assert refused.refusal and refused.paraphrase_note is None
+
+
+def test_before_any_question_the_calibrated_value_is_described_for_every_language_not_one(sample_engine):
+    # It read "every language has the same value: calibrated for English: 0.800, ...", naming one language.
+    calibration = sample_engine.calibrated()
+    values = {c.threshold for c in calibration.languages.values()}
+    said = calibration.describe(None)
+    assert said.startswith("no question yet; ")
+    if len(values) == 1:
+        assert said == f"no question yet; English and Portuguese are calibrated alike: {values.pop():.3f}"
+    else:
+        assert "strictest" in said
