@@ -7,7 +7,8 @@ for a refusal: when the gate kept nothing, the refusal text is the answer.
 Two generators:
 
 - `ExtractiveGenerator` (the default, offline) writes nothing of its own: it scores every sentence of
-  the kept chunks against the question with the same embedding model, keeps the best one and, up to
+  the kept chunks, read under its section's heading, against the question with the same embedding
+  model, keeps the best one and, up to
   `max_sentences`, the others that support the question about as well (`AnswerRule`: close to the best
   one's similarity and holding enough of the question's content words), no duplicates, and prints them
   in citation order, and in document order within a chunk, each followed by its [n]. Every character of
@@ -163,6 +164,7 @@ class ExtractiveGenerator:
         """Every sentence of the kept chunks (the same words once; very short ones left out when their
         chunk has others), best cosine similarity first, each with its lexical support."""
         pool: list[tuple[int, int, int, str]] = []
+        heads: list[str] = []
         seen: set[str] = set()
         for c in citations:
             spans = [_without_row_pipes(c.quote, s, e) for s, e in prose_sentences(c.quote)]
@@ -175,14 +177,18 @@ class ExtractiveGenerator:
                     continue
                 seen.add(key)
                 pool.append((c.n, s, e, text))
+                heads.append(c.section)
         if not pool:
             return []
-        vecs = self.embedder.embed_cached([question] + [p[3] for p in pool])
+        # Each sentence is read under its heading, as a reader would: "Lead: Tomasz Vierling." answers "Who
+        # leads Project Heron?" under "Project Heron", and alone it names no project at all.
+        read = [f"{h}: {p[3]}" if h else p[3] for h, p in zip(heads, pool)]
+        vecs = self.embedder.embed_cached([question] + read)
         sims = vecs[1:] @ vecs[0]
         terms = question_terms(question)
         out = []
         for i in np.argsort(-sims, kind="stable"):
-            held = question_words_held(terms, pool[i][3])
+            held = question_words_held(terms, read[i])
             out.append(ChosenSentence(pool[i][0], pool[i][3], float(sims[i]), pool[i][1], pool[i][2],
                                       len(held) / len(terms) if terms else 1.0, held))
         return out

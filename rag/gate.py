@@ -250,6 +250,7 @@ class Citation:
     start: int
     end: int
     page: int | None
+    section: str = ""  # the heading the passage sits under ("" when none)
 
 
 @dataclass
@@ -388,5 +389,6 @@ def fragment(c: Candidate) -> str:
 def cite(kept: list[Candidate]) -> list[Citation]:
     return [Citation(n=i, chunk_id=c.chunk_id, doc_id=c.doc_id, doc_name=c.doc_name, title=c.title,
                      locator=locator(c), fragment=fragment(c), link=urlquote(c.doc_name) + fragment(c),
-                     quote=c.content, distance=c.distance, start=c.start, end=c.end, page=c.page)
+                     quote=c.content, distance=c.distance, start=c.start, end=c.end, page=c.page,
+                     section="" if c.section == f"Page {c.page}" else c.section)
             for i, c in enumerate(kept, start=1)]

@@ -371,3 +371,20 @@ def test_a_table_row_is_quoted_without_its_outer_pipes(sample_engine):
     # Still a piece of the quote: the citation holds it as written.
     first = turn.answer.text.split(" [")[0]
     assert any(first in c.quote for c in turn.gated.citations)
+
+
+def test_a_sentence_is_read_under_its_heading(make_engine, tmp_path):
+    # Found by a user trial: "Who leads Project Heron?" quoted Heron's description, not "Lead: Tomasz
+    # Vierling.", which alone names no project (cosine 0.23 against 0.52); read under its heading it does.
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "projects.md").write_text(
+        "# Project notes\n\n## Project Heron\n\nProject Heron is the restoration of the parish registers of Cacela "
+        "for the municipal archive. Lead: Tomasz Vierling. Budget: 18,400 euros.\n\n## Project Lantern\n\n"
+        "Project Lantern is a line of hand-sewn notebooks for the museum shop. Lead: Ines Moss.\n", encoding="utf-8")
+    engine = make_engine(folder)
+    engine.sync()
+    turn = engine.ask("Who leads Project Heron?")
+    assert "Lead: Tomasz Vierling. [1]" in turn.answer.text, turn.answer.text
+    assert "Ines Moss" not in turn.answer.text
+    assert turn.gated.citations[0].section == "Project Heron"
