@@ -98,7 +98,13 @@ with left:
         also_file = b.checkbox("also delete the file", key="library_delete_file",
                                help="Without this the file stays in the folder but out of the index (excluded) "
                                     "until it changes or you re-index it.")
-        if b.button("Delete", key="library_delete", icon=":material/delete:", type="primary"):
+        # Deleting the file cannot be undone: the button that does it sits behind a second click.
+        with b.popover("Delete", icon=":material/delete:"):
+            st.markdown(f"Delete **{ui.md_escape(chosen.path)}** from the index"
+                        + (" and from the folder? The file itself is deleted." if also_file else
+                           "? The file stays in the folder."))
+            confirmed = st.button("Yes, delete", key="library_delete", type="primary")
+        if confirmed:
             engine.remove(chosen.doc_id, delete_file=also_file)
             ui_files.log_outcome(chosen.path, "removed", "deleted from the index" + (" and the folder" if also_file else ""))
             st.rerun()
