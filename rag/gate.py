@@ -143,9 +143,9 @@ def off_subject_text(threshold: float, question: str, subject: Sequence[str]) ->
 
     >>> print(off_subject_text(0.8, "At what temperature?", ("bake", "chocolate", "cake")))  # doctest: +NORMALIZE_WHITESPACE
     NO ANSWER: the passages under cosine distance 0.800 that hold the words of "At what temperature?" never
-    mention "bake", "chocolate" or "cake", the subject of the question before it
+    mention "bake" or "chocolate" or "cake", the subject of the question before it
     """
-    words = ", ".join(f'"{w}"' for w in subject[:-1]) + (" or " if len(subject) > 1 else "") + f'"{subject[-1]}"'
+    words = " or ".join(f'"{w}"' for w in subject)
     return (f'{REFUSAL_PREFIX}: the passages under cosine distance {threshold:.3f} that hold the words of '
             f'"{question}" never mention {words}, the subject of the question before it')
 
