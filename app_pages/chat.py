@@ -307,8 +307,11 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
         head = st.container()
         if gated.refusal is not None:
             with head:
-                why = ("the passages close enough never mention the question's words" if gated.failed == rag.SUPPORT
-                       else "nothing passed the threshold")
+                why = ("nothing passed the threshold" if gated.failed != rag.SUPPORT
+                       else "the question names something the folder never mentions" if turn["result"].absent_names
+                       else "the passages close enough are about something else"
+                       if rag.OFF_SUBJECT in gated.verdicts or any(c.lacks_names for c in gated.candidates)
+                       else "the passages close enough never mention the question's words")
                 st.markdown(f":orange-badge[:material/block: refused] {why}")
                 st.text(gated.refusal)
                 if gated.closest is not None:
@@ -323,9 +326,13 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
                         need = math.ceil(s.distance * 1000) / 1000  # rounded up, so it really passes
                         st.markdown(f"A threshold of **{need:.3f}** would let **{ui.md_escape(s.doc_name)}** through "
                                     "(the nearest passage that holds the question's words).")
+                    elif turn["result"].absent_names:
+                        names = " or ".join(f'"{n}"' for n in turn["result"].absent_names)
+                        st.markdown(f"No threshold would let a passage through: the folder never mentions "
+                                    f"{ui.md_escape(names)}.")
                     else:
                         st.markdown("No threshold would let a passage through: none of the candidates holds enough "
-                                    "of the question's words.")
+                                    "of the question's words (and the names it writes, and a follow-up's subject).")
                 elif engine.indexing():  # at start-up the folder is still being read: say so, not "empty"
                     st.markdown(f"Nothing is indexed yet: {engine.indexing()} file(s) are still being indexed "
                                 "(see the sidebar). Ask again once they are.")

@@ -518,6 +518,9 @@ def test_a_question_naming_what_the_folder_never_mentions_is_refused_and_says_wh
     assert len(refusal) == 1 and '"youtube"' in refusal[0], refusal
     assert citations(at) == []
     assert any('names "youtube", which the folder never mentions' in plain(c.value) for c in at.caption)
+    said = [plain(m.value) for m in at.markdown]
+    assert any("refused] the question names something the folder never mentions" in m for m in said), said
+    assert 'No threshold would let a passage through: the folder never mentions "youtube".' in said
     assert set(table(at)["verdict"]) <= {rag.UNSUPPORTED, rag.OVER}
 
 
