@@ -97,11 +97,24 @@ def names_own_subject(question: str) -> bool:
 def followup_query(question: str, previous: Sequence[str]) -> str | None:
     """What to search for a follow-up: the previous question joined in front of it; None when the
     question stands alone or there is nothing before it. Pass the previous turns' searched queries
-    (`SearchResult.query`), so a chain of follow-ups keeps the first subject."""
-    prev = [p for p in previous if p and p.strip()]
+    (`SearchResult.query`), so a chain of follow-ups keeps the first subject: the question that began the
+    chain, the follow-up before this one, and this one (not every turn between, which a chain would pile
+    up: "What is Project Heron? And the deadline? And the budget? Capital of Peru?").
+
+    >>> followup_query("And the lead?", ["What is Project Heron?", "What is Project Heron? And the deadline?",
+    ...                                  "What is Project Heron? And the deadline? And the budget?"])
+    'What is Project Heron? And the budget? And the lead?'
+    """
+    prev = [p.strip() for p in previous if p and p.strip()]
     if not prev or not is_followup(question):
         return None
-    return f"{prev[-1].strip()} {question.strip()}"
+    # The chain's start: each joined query is the one before it, a space, and its own follow-up.
+    start = len(prev) - 1
+    while start > 0 and prev[start].startswith(prev[start - 1] + " "):
+        start -= 1
+    if start == len(prev) - 1:
+        return f"{prev[-1]} {question.strip()}"
+    return f"{prev[start]} {prev[-1][len(prev[-2]) + 1:]} {question.strip()}"
 
 
 REWRITE_PROMPT = """You rewrite the user's last question so that it can be understood without the conversation.

@@ -40,6 +40,12 @@ def test_is_followup(question, followup):
     ("  Why?  ", ["  What is RRF?  "], "What is RRF? Why?"),
     ("What does ERR-4017 mean?", ["How big can an upload be?"], None),
     ("And why?", ["First?", "What is the default threshold?"], "What is the default threshold? And why?"),
+    # A chain keeps its first question and the follow-up before this one, not every turn between.
+    ("And the lead?", ["Hi?", "What is Heron?", "What is Heron? And the deadline?"],
+     "What is Heron? And the deadline? And the lead?"),
+    ("Capital of Peru?", ["What is Heron?", "What is Heron? And the deadline?",
+                          "What is Heron? And the deadline? And the budget?"],
+     "What is Heron? And the budget? Capital of Peru?"),
 ])
 def test_followup_query(question, previous, query):
     assert followup_query(question, previous) == query
