@@ -335,8 +335,8 @@ class LexicalIndex:
         ("Krugmen" for Krugman, "Sunnside" for Sunnyside) or use its adjective ("Californian"), so the
         name is not said to be absent. Words under five letters have too many such neighbours to judge.
 
-        Scans the vocabulary of the lengths within one of the token's: only for a name the folder never
-        uses, which is rare, so nothing is precomputed.
+        Scans the vocabulary (`near_tokens`): only for a name of the question, and only when the folder
+        never uses it or a passage lacks it, which is rare, so nothing is precomputed.
         """
         return bool(self.near_tokens(term))
 

@@ -445,9 +445,20 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     # lacks one is about something else ("Project Heron ... Deadline: 30 November"). Not acronyms.
     # A name under three letters or with a stop in it ("Jr", "U.S.") is an abbreviation the passage may
     # write out; a form one letter off counts as the name ("Asia" for "Asian").
-    named = {n: snapshot.lexical.near_tokens(n) for n in question_names(own)
-             if n in terms and n not in acronyms(own) and len(n) >= 3 and "." not in n
-             and snapshot.chunks and not snapshot.lexical.unused(n)}
+    named = [n for n in question_names(own) if n in terms and n not in acronyms(own) and len(n) >= 3
+             and "." not in n and snapshot.chunks and not snapshot.lexical.unused(n)]
+    near: dict[str, tuple[str, ...]] = {}  # a name's forms one letter off: a vocabulary scan, only when needed
+
+    def lacks(position: int, missing: tuple[str, ...]) -> tuple[str, ...]:
+        out = []
+        for n in named:
+            if n in missing:
+                if n not in near:
+                    near[n] = snapshot.lexical.near_tokens(n)
+                if not snapshot.lexical.holds_any(position, near[n]):
+                    out.append(n)
+        return tuple(out)
+
     codes = tuple(t for t in terms if is_code(t))
     # A follow-up joined to the question it refers to ("And how do I fix it?" after "What does ERR-4017
     # mean?") names that question's codes through "it": a passage holding one passes the support test by
@@ -479,13 +490,13 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             distance=float(distances[cid]), dense_rank=dense_rank.get(cid), bm25_rank=bm25_rank.get(cid),
             bm25_score=bm25_scores.get(cid), dense_norm=fused[cid].dense, bm25_norm=fused[cid].bm25,
             support=support, missing=missing, unknown_names=unknown, absent_names=absent,
-            lacks_names=tuple(n for n, near in named.items()
-                              if n in missing and not snapshot.lexical.holds_any(snapshot.pos[cid], near)),
+            lacks_names=lacks(snapshot.pos[cid], missing),
             codes=tuple(t for t in codes if t not in missing) + held_referred, lang=m.get("lang", ""),
             subject_support=on_subject,
         ))
     lap("support")
     return SearchResult(question=question, query=query, candidates=candidates, weights=weights,
                         timings_ms=timings, searched_chunks=len(snapshot.chunks), terms=terms,
-                        unknown_names=unknown, absent_names=absent, subject=subject, language=question_language(question), fusion=settings.fusion,
+                        unknown_names=unknown, absent_names=absent, subject=subject,
+                        language=question_language(question), fusion=settings.fusion,
                         kept_first=kept, expansion=expansion)
