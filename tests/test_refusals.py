@@ -482,6 +482,23 @@ def test_a_passage_lacking_a_name_the_question_writes_is_not_its_evidence(make_e
     assert [c.lacks_names for c in lead.gated.candidates if "Heron" in c.content] == [("lantern",)]
 
 
+def test_why_a_passage_of_another_named_thing_was_not_used(make_engine, tmp_path):
+    # "Why wasn't it found?" on the sentence a person expected: it names the missing name, not a share.
+    from rag.diagnosis import UNSUPPORTED_OUT, why_not_found
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "projects.md").write_text(TWO_PROJECTS, encoding="utf-8")
+    engine = make_engine(folder)
+    engine.sync()
+    turn = engine.ask("What is the deadline of Project Lantern?", threshold=0.9)
+    d = why_not_found(engine, turn.result, turn.gated, "Deadline: 30 November 2024.")
+    assert d.verdict == UNSUPPORTED_OUT and "does not mention lantern, which the question names" in d.message, d
+    falcon = engine.ask("What is the deadline of Project Falcon?", threshold=0.9)
+    d = why_not_found(engine, falcon.result, falcon.gated, "Deadline: 30 November 2024.")
+    assert "the question names falcon, which the folder never mentions" in d.message, d
+
+
 KITCHEN = {
     "cake.md": "# Chocolate cake\n\n## Ingredients\n\n200 g of flour, 200 g of sugar, 3 eggs, 100 g of dark chocolate "
                "and 120 g of butter.\n\n## Method\n\nMelt the chocolate with the butter. Beat the eggs with the "
