@@ -327,9 +327,8 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
                         st.markdown(f"A threshold of **{need:.3f}** would let **{ui.md_escape(s.doc_name)}** through "
                                     "(the nearest passage that holds the question's words).")
                     elif turn["result"].absent_names:
-                        names = " or ".join(f'"{n}"' for n in turn["result"].absent_names)
                         st.markdown(f"No threshold would let a passage through: the folder never mentions "
-                                    f"{ui.md_escape(names)}.")
+                                    f"{ui.md_escape(rag.quoted(turn['result'].absent_names))}.")
                     else:
                         st.markdown("No threshold would let a passage through: none of the candidates holds enough "
                                     "of the question's words (and the names it writes, and a follow-up's subject).")

@@ -100,6 +100,15 @@ def percent(share: float) -> str:
     return f"{round(floored(share) * 100):d}%"
 
 
+def quoted(words: Sequence[str]) -> str:
+    """Words as a refusal names them.
+
+    >>> quoted(("bolo", "chocolate"))
+    '"bolo" or "chocolate"'
+    """
+    return " or ".join(f'"{w}"' for w in words)
+
+
 def refusal_text(threshold: float, question: str) -> str:
     return f'{REFUSAL_PREFIX}: nothing under cosine distance {threshold:.3f} for "{question}"'
 
@@ -108,7 +117,7 @@ def unsupported_text(threshold: float, question: str, missing: Sequence[str], be
                      min_support: float | None = None) -> str:
     """The refusal when passages are close enough but never name what the question asks about."""
     if missing:
-        words = " or ".join(f'"{w}"' for w in missing)
+        words = quoted(missing)
         return (f'{REFUSAL_PREFIX}: the passages under cosine distance {threshold:.3f} never mention {words} '
                 f'(words of "{question}")')
     share = "" if best is None or min_support is None else f" (the best holds {percent(best)}; {min_support:.0%} needed)"
@@ -122,7 +131,7 @@ def absent_text(question: str, names: Sequence[str]) -> str:
     >>> absent_text("When does Project Falcon go live?", ("falcon",))
     'NO ANSWER: the folder never mentions "falcon", which "When does Project Falcon go live?" names'
     """
-    words = " or ".join(f'"{w}"' for w in names)
+    words = quoted(names)
     return f'{REFUSAL_PREFIX}: the folder never mentions {words}, which "{question}" names'
 
 
@@ -133,7 +142,7 @@ def unnamed_text(threshold: float, question: str, names: Sequence[str]) -> str:
     NO ANSWER: the passages under cosine distance 0.800 that hold the words of "What is the deadline of
     Project Lantern?" never mention "lantern", which it names
     """
-    words = " or ".join(f'"{w}"' for w in names)
+    words = quoted(names)
     return (f'{REFUSAL_PREFIX}: the passages under cosine distance {threshold:.3f} that hold the words of '
             f'"{question}" never mention {words}, which it names')
 
@@ -145,7 +154,7 @@ def off_subject_text(threshold: float, question: str, subject: Sequence[str]) ->
     NO ANSWER: the passages under cosine distance 0.800 that hold the words of "At what temperature?" never
     mention "bake" or "chocolate" or "cake", the subject of the question before it
     """
-    words = " or ".join(f'"{w}"' for w in subject)
+    words = quoted(subject)
     return (f'{REFUSAL_PREFIX}: the passages under cosine distance {threshold:.3f} that hold the words of '
             f'"{question}" never mention {words}, the subject of the question before it')
 
@@ -177,7 +186,7 @@ def paraphrase_text(best: float, min_support: float, missing: Sequence[str]) -> 
     Kept as close paraphrases: the passages hold at most 29% of the question's words (50% otherwise),
     and none mentions "k1" or "b". Check that they answer what you asked.
     """
-    words = " or ".join(f'"{w}"' for w in missing[:4])
+    words = quoted(missing[:4])
     lacking = f", and none mentions {words}" if words else ""
     return (f"Kept as close paraphrases: the passages hold at most {percent(best)} of the question's words "
             f"({min_support:.0%} otherwise){lacking}. Check that they answer what you asked.")
@@ -344,7 +353,7 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
         elif not near:
             failed, refusal = DISTANCE, refusal_text(threshold, result.question)
             if result.absent_names:  # nor would any threshold let a passage through
-                refusal += "; " + absent_text(result.question, result.absent_names).split(": ", 1)[1]
+                refusal += f"; the folder never mentions {quoted(result.absent_names)}, which it names"
         else:
             failed = SUPPORT
             # Words that none of the close passages holds, in the question's order.

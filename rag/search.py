@@ -438,15 +438,16 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     terms = tuple(question_terms(own)) or tuple(question_terms(query))
     # Only a folder with something in it can be said never to mention a name; one a letter off a word it
     # uses may be a misspelling of it.
-    unknown = tuple(n for n in question_names(own) if n in terms and snapshot.chunks and snapshot.lexical.unused(n)
+    names, caps = [n for n in question_names(own) if n in terms], acronyms(own)
+    unknown = tuple(n for n in names if snapshot.chunks and snapshot.lexical.unused(n)
                     and not snapshot.lexical.spelled_near(n))
-    absent = tuple(n for n in unknown if n not in acronyms(own))
+    absent = tuple(n for n in unknown if n not in caps)
     # Names the folder does use ("lantern" in "What is the deadline of Project Lantern?"): a passage that
     # lacks one is about something else ("Project Heron ... Deadline: 30 November"). Not acronyms.
     # A name under three letters or with a stop in it ("Jr", "U.S.") is an abbreviation the passage may
     # write out; a form one letter off counts as the name ("Asia" for "Asian").
-    named = [n for n in question_names(own) if n in terms and n not in acronyms(own) and len(n) >= 3
-             and "." not in n and snapshot.chunks and not snapshot.lexical.unused(n)]
+    named = [n for n in names if n not in caps and len(n) >= 3 and "." not in n
+             and snapshot.chunks and not snapshot.lexical.unused(n)]
     near: dict[str, tuple[str, ...]] = {}  # a name's forms one letter off: a vocabulary scan, only when needed
 
     def lacks(position: int, missing: tuple[str, ...]) -> tuple[str, ...]:
