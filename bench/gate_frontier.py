@@ -33,13 +33,17 @@ credit; the close distance at a percentile of the unrelated questions' nearest d
 minimum (`close-percentile`), or both, the nearest keeping the lower share (`two-tier`); no support needed by
 a passage far under the close distance (`very-close`); the distance between the passage and the question's
 missing words read as one phrase, required for the close relaxation (`resid-close`) or enough on its own
-(`resid-or`, `resid-only`). Results: docs/benchmarks.md, "The frontier".
+(`resid-or`, `resid-only`); a share needed that grows with the distance, from the close distance to a
+percentile of the unrelated questions' nearest (`ramp`); the word naming the kind of answer ("what
+percentage", "which country") left out of the support test (`wh-type`). Every rule applies the shipped name
+rules (a name the folder never mentions, or a passage lacking one it uses, fails). `--only PREFIX` simulates
+the rules whose name starts with it. Results: docs/benchmarks.md, "The frontier".
 
 What it does not do: change the app. The code rule (rag.gate) is not simulated: no question here names a
 code except the sample's few error codes.
 
     .venv/bin/python bench/gate_frontier.py dump [--out bench/out] [--squad ../shared/eval/squad2]
-    .venv/bin/python bench/gate_frontier.py simulate [--out bench/out]
+    .venv/bin/python bench/gate_frontier.py simulate [--out bench/out] [--only ramp]
     .venv/bin/python bench/gate_frontier.py stability [--out bench/out] [--percentile 0.02 --close-support 0.3]
 """
 
@@ -85,7 +89,8 @@ def _row(c, r, snap) -> dict:
         if toks:
             words.append((t, all(snap.lexical._holds(pos, x) for x in toks), max(snap.lexical.idf(x) for x in toks)))
     return {"id": c.chunk_id, "distance": c.distance, "fused_rank": c.fused_rank, "content": c.content,
-            "names": bool(c.unknown_names), "words": words}
+            "names": bool(c.unknown_names), "absent": bool(c.absent_names), "lacks": bool(c.lacks_names),
+            "words": words}
 
 
 def _searched(r, snap) -> dict:
@@ -232,6 +237,17 @@ def _zipf(word: str, lang: str) -> float:
     return wordfreq.zipf_frequency(word, lang)
 
 
+_ASKS_TYPE = {"what", "which", "que", "qual", "quais", "quanto", "quanta", "quantos", "quantas"}
+
+
+def _answer_types(question: str) -> frozenset[str]:
+    """The word naming the kind of answer asked for, right after "what"/"which" ("what percentage", "which
+    country", "em que data"), and "name" of "the name of": the passage holds the answer, not that word."""
+    toks = [m.group() for m in _TOKEN.finditer(question.lower())]
+    out = {b for a, b in zip(toks, toks[1:]) if a in _ASKS_TYPE}
+    return frozenset(out | ({"name", "nome"} & set(toks)))
+
+
 def _support(row: dict, weight, near: float | None = None, key: str = "near", credit: float = 1.0) -> float:
     """The support test's share, a missing word counted as `credit` of a held one when its best cosine
     (row[key]: "near" for single-word vectors, "ctx" in context) is at least `near`."""
@@ -241,7 +257,8 @@ def _support(row: dict, weight, near: float | None = None, key: str = "near", cr
     return held / total if total else 1.0
 
 
-def _calibrate(unrelated: list[dict], passes, distance, percentile: float, min_support: float) -> dict:
+def _calibrate(unrelated: list[dict], passes, distance, percentile: float, min_support: float,
+               upper: float = 0.0) -> dict:
     """Per language (threshold, (close, nearest)): the app's calibration arithmetic with a rule's tests;
     `close` at the rule's percentile of the unrelated questions' nearest distances, `nearest` at their
     nearest (the app's), both just under."""
@@ -254,7 +271,8 @@ def _calibrate(unrelated: list[dict], passes, distance, percentile: float, min_s
         _, _, excluded, _ = choose_threshold(plain, topics, BUDGET, FLOOR, CEILING)
         nearest = sorted(min((distance(r) for r in u["rows"]), default=math.inf)
                          for u, t in zip(qs, topics) if t not in excluded)
-        close = (_just_under(nearest[int(percentile * len(nearest))]), _just_under(nearest[0]))
+        close = (_just_under(nearest[int(percentile * len(nearest))]), _just_under(nearest[0]),
+                 nearest[min(int(upper * len(nearest)), len(nearest) - 1)])
         values = [min((distance(r) for r in u["rows"] if passes(r, u, close)), default=math.inf) for u in qs]
         thresholds = []
         for kind, _ in KINDS:
@@ -273,7 +291,7 @@ def _rule(name: str, min_support: float, close_support: float, **kw):
     distance = (lambda r: r["sentence"]) if name == "sentence" else (lambda r: r["distance"])
 
     def passes(row: dict, s: dict, closes: tuple[float, float]) -> bool:
-        close, nearest = closes
+        close, nearest = closes[:2]
         denied = row["names"] or (name == "rare-unused" and any(_zipf(t, s["detected"]) < 4.5 for t in s["unused"]))
         need = close_support if distance(row) <= close and not denied else min_support
         if name == "two-tier" and not denied and distance(row) <= nearest:
@@ -284,6 +302,15 @@ def _rule(name: str, min_support: float, close_support: float, **kw):
             need = min_support  # the close relaxation only for a passage near the words it lacks
         if name == "refuse-names" and row["names"]:
             return False  # a question naming what the folder never mentions is refused outright
+        if row.get("absent") or row.get("lacks"):
+            return False  # the shipped name rules (rag.gate; dumps before them lack the fields)
+        if name == "ramp" and not denied:
+            # The share needed grows with the distance, from close_support at the close distance to min_support
+            # at the unrelated questions' nearest distances' `upper` percentile (`closes` carries it).
+            upper = closes[2]
+            share = 0.0 if distance(row) <= close else min(1.0, (distance(row) - close) / max(upper - close, 1e-9))
+            start = close_support if share == 0.0 else kw.get("start", close_support)  # the share just past close
+            need = start + (min_support - start) * share
         ok = row["support"] + 1e-9 >= (min_support if name == "resid-only" else need)
         if name in ("resid-or", "resid-only") and not denied:
             ok = ok or row["resid"] <= kw["resid"]
@@ -292,7 +319,7 @@ def _rule(name: str, min_support: float, close_support: float, **kw):
     return weight, passes, distance, kw.get("percentile", 0.0), kw.get("near"), kw.get("credit", 1.0)
 
 
-def simulate(out: Path) -> None:
+def simulate(out: Path, only: str = "") -> None:
     data = {p.stem.removeprefix("frontier-"): pickle.load(p.open("rb")) for p in sorted(out.glob("frontier-*.pkl"))}
     if not data:
         sys.exit(f"nothing dumped in {out}: run `dump` first")
@@ -316,15 +343,21 @@ def simulate(out: Path) -> None:
     rules += [("very-close", 0.5, 0.2, {"below": b, "need": n}) for n in (0.0, 0.1) for b in (0.1, 0.15, 0.2, 0.25)]
     rules += [(r, 0.5, 0.2, {"resid": x}) for r in ("resid-close", "resid-or", "resid-only")
               for x in (0.7, 0.75, 0.8, 0.85, 0.9)]
+    rules += [("wh-type", ms, cs, {}) for ms, cs in ((0.5, 0.2), (0.6, 0.2))]
+    rules += [("ramp", ms, cs, {"upper": u}) for u in (0.05, 0.1, 0.25, 0.5) for ms, cs in ((0.5, 0.2), (0.5, 0.1), (0.6, 0.2))]
     for name, ms, cs, kw in rules:
+        if only and not name.startswith(only):
+            continue
         weight, passes, distance, percentile, near, credit = _rule(name, ms, cs, **kw)
         key = "ctx" if name == "near-context" else "near"
         tally: dict[tuple[str, str], list[int]] = {}
         for folder, d in data.items():
             for s in d["unrelated"] + d["asked"]:
                 for row in s["rows"]:
-                    row["support"] = _support(row, lambda t, idf: weight(t, idf, s["detected"]), near, key, credit)
-            cal = _calibrate(d["unrelated"], passes, distance, percentile, ms)
+                    typed = _answer_types(s["question"]) if name == "wh-type" else ()
+                    row["support"] = _support(row, lambda t, idf: 0.0 if t in typed else weight(t, idf, s["detected"]),
+                                              near, key, credit)
+            cal = _calibrate(d["unrelated"], passes, distance, percentile, ms, kw.get("upper", 0.0))
             for s in d["asked"]:
                 threshold, close = cal.get(s["lang"], cal["en"])
                 kept = [r for r in s["rows"] if distance(r) <= threshold and passes(r, s, close)][:4]
@@ -410,6 +443,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--percentile", type=float, default=0.0,
                    help="stability: the close distance at this percentile of the unrelated questions' nearest")
     p.add_argument("--close-support", type=float, default=0.2, help="stability: the close relaxation's share")
+    p.add_argument("--only", default="", help="simulate: only the rules whose name starts with this")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -418,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.step == "stability":
         stability(out, rule=("close-percentile", 0.5, args.close_support, {"percentile": args.percentile}))
     else:
-        simulate(out)
+        simulate(out, args.only)
     return 0
 
 
