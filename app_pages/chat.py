@@ -330,8 +330,11 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
                         st.markdown(f"No threshold would let a passage through: the folder never mentions "
                                     f"{ui.md_escape(rag.quoted(turn['result'].absent_names))}.")
                     else:
+                        # Not a dead end: the likeliest cause is a paraphrase, which the person can mend.
                         st.markdown("No threshold would let a passage through: none of the candidates holds enough "
-                                    "of the question's words (and the names it writes, and a follow-up's subject).")
+                                    "of the question's words (and the names it writes, and a follow-up's subject). "
+                                    "If your documents say it in other words, ask again with their words; "
+                                    "*Why wasn't it found?* below tells where a sentence you expected was lost.")
                 elif engine.indexing():  # at start-up the folder is still being read: say so, not "empty"
                     st.markdown(f"Nothing is indexed yet: {engine.indexing()} file(s) are still being indexed "
                                 "(see the sidebar). Ask again once they are.")

@@ -489,6 +489,8 @@ def test_unrelated_questions_are_refused_and_the_refusal_names_the_failed_test(e
     refusal = [t.value for t in at.text if t.value.startswith("NO ANSWER")]
     assert len(refusal) == 1 and '"bolo"' in refusal[0] and "never mention" in refusal[0], refusal
     assert any("never mention the question's words" in m for m in markdowns(at))
+    # No threshold would help, and the refusal says what might: the documents' own words.
+    assert any("No threshold would" in m and "ask again with their words" in m for m in markdowns(at))
     assert citations(at) == []
 
     at.chat_input[0].set_value("How do I upload a PDF?").run()
