@@ -307,12 +307,7 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
         head = st.container()
         if gated.refusal is not None:
             with head:
-                why = ("nothing passed the threshold" if gated.failed != rag.SUPPORT
-                       else "the question names something the folder never mentions" if turn["result"].absent_names
-                       else "the passages close enough are about something else"
-                       if rag.OFF_SUBJECT in gated.verdicts or any(c.lacks_names for c in gated.candidates)
-                       else "the passages close enough never mention the question's words")
-                st.markdown(f":orange-badge[:material/block: refused] {why}")
+                st.markdown(f":orange-badge[:material/block: refused] {gated.reason}")
                 st.text(gated.refusal)
                 if gated.closest is not None:
                     c = gated.closest
@@ -326,6 +321,9 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
                         need = math.ceil(s.distance * 1000) / 1000  # rounded up, so it really passes
                         st.markdown(f"A threshold of **{need:.3f}** would let **{ui.md_escape(s.doc_name)}** through "
                                     "(the nearest passage that holds the question's words).")
+                    elif any(c.wordless for c in gated.candidates):
+                        st.markdown("No threshold would let a passage through: the question has no word of its own "
+                                    "that a passage could hold.")
                     elif turn["result"].absent_names:
                         st.markdown(f"No threshold would let a passage through: the folder never mentions "
                                     f"{ui.md_escape(rag.quoted(turn['result'].absent_names))}.")

@@ -149,7 +149,9 @@ def choose_threshold(values: Sequence[float], topics: Sequence[str], budget: flo
             excluded.append(topic)
             keep &= ~mine
     t = quantile(keep)
-    bound = "floor" if t < floor else "ceiling" if t > ceiling else ""
+    # At the ceiling also when it was reached because too few questions pass at any distance (the support
+    # test refuses the rest): the screen must not present a cap as a measured value.
+    bound = "floor" if t < floor else "ceiling" if t >= ceiling else ""
     t = min(max(t, floor), ceiling)
     return t, int((values[keep] <= t).sum()), tuple(excluded), bound
 
@@ -171,7 +173,10 @@ class LanguageCalibration:
         # The count, not only the share: 2 of 400 is "0%" when rounded, and the Calibration page draws them.
         out = (f"calibrated for {name}: {self.threshold:.3f}, where {self.passing} of {self.questions} unrelated "
                f"questions would pass (budget {self.budget:.0%} for each kind: everyday, general knowledge)")
-        if self.bound:
+        if self.bound == "ceiling":
+            out += ("; that is the highest value allowed: fewer unrelated questions than the budget would pass at "
+                    "any distance (the word tests refuse the others), so the distance decides little here")
+        elif self.bound:
             out += f"; held at the {self.bound}"
         if self.excluded_topics:
             out += f"; left out as this folder's own subject: {', '.join(self.excluded_topics)}"

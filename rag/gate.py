@@ -4,7 +4,9 @@ The gate is the only part of the engine that can say no. A candidate is evidence
 tests, in this order:
 
 1. distance: its cosine distance to the question is at or under the threshold (the slider);
-2. support: it mentions enough of the question's own content words: the IDF-weighted share of them
+2. support: it mentions enough of the question's own content words (a word asking for a measure, such as
+   "temperature", "often" or "custa", counts as mentioned by a passage giving a value of it:
+   `rag.lexical.holds_value`): the IDF-weighted share of them
    found in the passage (`Candidate.support`, computed by search) is at least `SupportRule.min_support`
    (half), or, for a passage closer than any unrelated question comes to this folder
    (`SupportRule.close`, from the calibration), at least `SupportRule.close_support`: a close paraphrase
@@ -25,7 +27,14 @@ Likewise a passage that lacks a name the question writes and the folder does use
 A follow-up searched with the question before it (rag.followup) leans on that question's subject: a
 passage that holds none of its words (`Candidate.subject_support` 0) is about something else, however well
 it holds the follow-up's own ("At what temperature?" after "How long do I bake the chocolate cake?", and a
-fridge manual that says "temperature"), and fails with its own verdict, `OFF_SUBJECT`.
+fridge manual that says "temperature"), and fails with its own verdict, `OFF_SUBJECT`, unless another
+passage of its document holds them (`Candidate.subject_in_document`: "E a renda?" after "Quanto é a
+caução?" is about the same lease, whose rent clause does not repeat "caução").
+
+A question with no word of its own to look for ("What is it?", "E então?": question words and stopwords only)
+has no evidence either: a passage close to it is close to nothing in particular, and a follow-up's passages
+would only answer the question before it again. Every candidate fails the support test, unless it holds a
+code the follow-up refers to ("What is it?" after a question naming ERR-4017).
 
 A passage that holds a code the question names (`Candidate.codes`: "ERR-4017", "UTF-8"; letters and
 digits joined) passes the support test whatever else it lacks: an identifier is as specific as a question
@@ -73,11 +82,20 @@ OFF_SUBJECT = "lacks the earlier question's subject"
 
 # Names the version of the tests below: a change to them recalibrates every folder (part of the calibration's
 # fingerprint), since the calibrated threshold is chosen with them.
-GATE_RULES = ("support-5: a name the folder never mentions fails every passage (an acronym: no close relaxation); "
-              "a passage lacking a name the folder uses fails; a held code passes the support test")
+GATE_RULES = ("support-6: a measure word is held by a value of it; a follow-up's subject may be held by the "
+              "passage's document; a name the folder never mentions fails every passage (an acronym: no close relaxation); "
+              "a passage lacking a name the folder uses fails; a question with no word of its own fails every "
+              "passage; a held code passes the support test")
 
 # Which test a refusal failed (`Gated.failed`).
 EMPTY, DISTANCE, SUPPORT = "empty", "distance", "support"
+# Within the support test, which of its rules the refusal names (`Gated.because`), in the order checked.
+WORDLESS, ABSENT, ELSEWHERE, UNNAMED, WORDS = "wordless", "absent name", "off subject", "lacks a name", "words"
+_REASONS = {WORDLESS: "the question has no word of its own to look for",
+            ABSENT: "the question names something the folder never mentions",
+            ELSEWHERE: "the passages close enough are not about the earlier question's subject",
+            UNNAMED: "the passages close enough do not mention the name the question asks about",
+            WORDS: "the passages close enough never mention the question's words"}
 
 
 def floored(share: float) -> float:
@@ -133,6 +151,17 @@ def absent_text(question: str, names: Sequence[str]) -> str:
     """
     words = quoted(names)
     return f'{REFUSAL_PREFIX}: the folder never mentions {words}, which "{question}" names'
+
+
+def wordless_text(question: str) -> str:
+    """The refusal when the question has no word of its own to look for.
+
+    >>> print(wordless_text("E então?"))  # doctest: +NORMALIZE_WHITESPACE
+    NO ANSWER: "E então?" has no word of its own to look for (each is a question word or a word such as
+    "the"): ask with the words of what you want to know
+    """
+    return (f'{REFUSAL_PREFIX}: "{question}" has no word of its own to look for (each is a question word or a '
+            f'word such as "the"): ask with the words of what you want to know')
 
 
 def unnamed_text(threshold: float, question: str, names: Sequence[str]) -> str:
@@ -226,14 +255,19 @@ class SupportRule:
         # Both are part of the support test: with none (min_support 0, `NO_SUPPORT_TEST`) neither applies.
         if self.min_support > 0 and (c.absent_names or c.lacks_names or self.off_subject(c)):
             return False
+        if self.min_support > 0 and c.wordless and not c.codes:
+            return False
         return bool(c.codes) or c.support + 1e-9 >= self.needed_by(c)
 
     @staticmethod
     def off_subject(c: Candidate) -> bool:
         """A follow-up's passage that holds none of the words of the question it follows (and no code the
-        follow-up refers to): it is about something else, however well it holds the follow-up's own words
-        ("At what temperature?" after a cake question, and a fridge manual's "temperature")."""
-        return c.subject_support is not None and c.subject_support <= 0 and not c.codes
+        follow-up refers to), in a document that holds none of them either: it is about something else,
+        however well it holds the follow-up's own words ("At what temperature?" after a cake question, and a
+        fridge manual's "temperature"). Another passage of the same document may ("E a renda?" after "Quanto
+        é a caução?": the lease's rent clause does not say "caução", its deposit clause does)."""
+        return (c.subject_support is not None and c.subject_support <= 0 and not c.codes
+                and not c.subject_in_document)
 
     def holds_in_full(self, c: Candidate) -> bool:
         """It holds the full share of the question's words (or a code it names), not only a close
@@ -279,10 +313,18 @@ class Gated:
     missing: tuple[str, ...] = ()
     closest_supported: Candidate | None = None  # the nearest candidate that passes the support test
     query: str = ""  # what was searched: a follow-up joined to the question before it
+    because: str = ""  # for SUPPORT: the rule the refusal names (WORDLESS, ABSENT, ELSEWHERE, UNNAMED, WORDS)
 
     @property
     def kept(self) -> list[Candidate]:
         return [c for c, v in zip(self.candidates, self.verdicts) if v == KEPT]
+
+    @property
+    def reason(self) -> str:
+        """A refusal's cause in a few words, for its header ("" when answered)."""
+        if self.refusal is None:
+            return ""
+        return _REASONS.get(self.because, "nothing passed the threshold")
 
     @property
     def paraphrase_only(self) -> bool:
@@ -344,7 +386,7 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
     closest = min(result.candidates, key=lambda c: c.distance, default=None)
     supported = [c for c in result.candidates if rule.passes(c)]
     closest_supported = min(supported, key=lambda c: c.distance, default=None)
-    failed, missing, refusal = None, (), None
+    failed, missing, refusal, because = None, (), None, ""
     if not kept:
         near = [c for c, v in zip(result.candidates, verdicts) if v in (UNSUPPORTED, OFF_SUBJECT)]
         elsewhere = [c for c, v in zip(result.candidates, verdicts) if v == OFF_SUBJECT]
@@ -360,15 +402,18 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
             lacking = set.intersection(*(set(c.missing) for c in near))
             missing = tuple(w for w in result.terms if w in lacking)
             best = max(near, key=lambda c: c.support)
-            if result.absent_names:
-                refusal = absent_text(result.question, result.absent_names)
+            if all(c.wordless for c in near):
+                because, refusal = WORDLESS, wordless_text(result.question)
+            elif result.absent_names:
+                because, refusal = ABSENT, absent_text(result.question, result.absent_names)
             elif elsewhere:
-                refusal = off_subject_text(threshold, result.question, result.subject[:4])
+                because, refusal = ELSEWHERE, off_subject_text(threshold, result.question, result.subject[:4])
             elif unnamed := [c for c in near if c.lacks_names and c.support + 1e-9 >= rule.needed_by(c)]:
                 # Some held enough of the question's words, but not the name it asks about.
                 names = tuple(dict.fromkeys(n for c in unnamed for n in c.lacks_names))
-                refusal = unnamed_text(threshold, result.question, names)
+                because, refusal = UNNAMED, unnamed_text(threshold, result.question, names)
             else:
+                because = WORDS
                 refusal = unsupported_text(threshold, result.question, missing[:4], best.support,
                                            rule.needed_by(best))
                 refusal += other_language_hint(result.language, [c.lang for c in near])
@@ -378,7 +423,7 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
     return Gated(question=result.question, threshold=threshold, max_chunks=max_chunks,
                  candidates=result.candidates, verdicts=verdicts, citations=cite(kept), refusal=refusal,
                  closest=closest, rule=rule, failed=failed, missing=missing,
-                 closest_supported=closest_supported, query=result.query)
+                 closest_supported=closest_supported, query=result.query, because=because)
 
 
 def locator(c: Candidate) -> str:

@@ -21,7 +21,7 @@ import functools
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -214,6 +214,46 @@ def acronyms(question: str) -> set[str]:
             if 2 <= len(m.group()) <= 5 and m.group().isalpha() and m.group().isupper()}
 
 
+# A question word that asks for a measure, and how a passage writes a value of it: "At what temperature?"
+# is answered by "Preheat the oven to 165 degrees Celsius", which never says "temperature". Such a word
+# counts as held by a passage that holds a value of its kind (`holds_value`). English and Portuguese.
+_NUMBER = r"\d[\d.,]*\s*"
+_PERIOD = (r"(seconds?|minutes?|hours?|days?|nights?|mornings?|evenings?|weeks?|weekends?|months?|quarters?|years?"
+           r"|mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|segundos?|minutos?|horas?|dias?"
+           r"|noites?|manhãs?|semanas?|meses|mês|trimestres?|anos?)")
+_VALUES = {
+    "temperature": _NUMBER + r"(°|º|degrees?\b|graus?\b)",
+    "cost": r"(" + _NUMBER + r"(€|euros?\b|dollars?\b|reais\b|eur\b|usd\b)|[€$£]\s*\d)",
+    "time": r"\b\d{1,2}\s*([:h]\d{2}\b|[ap]\.?m\b)",
+    "duration": _NUMBER + r"(seconds?|minutes?|hours?|days?|weeks?|months?|years?|segundos?|minutos?|horas?|dias?"
+                          r"|semanas?|meses|mês|anos?)\b",
+    # "every 7 months", "each week", "twice a year", "cada 6 meses", "todos os anos": not "each exit door".
+    "frequency": r"\b((every|each|per|cada|por)\s+(\d+\s+|other\s+)?" + _PERIOD + r"|(todos|todas)\s+(os|as)\s+"
+                 + _PERIOD + r"|daily|weekly|monthly|yearly|annually|once|twice|diariamente|semanalmente|mensalmente"
+                 r"|anualmente|vezes|times)\b",
+}
+MEASURES = {"temperature": "temperature", "temperatura": "temperature",
+             "cost": "cost", "costs": "cost", "price": "cost", "custa": "cost", "custam": "cost", "custo": "cost",
+             "preço": "cost", "preco": "cost",
+             "time": "time", "hora": "time", "horas": "time", "horário": "time",
+             "long": "duration", "duration": "duration", "duração": "duration", "tempo": "duration",
+             "often": "frequency", "frequently": "frequency", "frequência": "frequency"}
+
+
+def holds_value(term: str, text: str) -> bool:
+    """Whether `text` holds a value of the measure `term` asks for (False for a word that asks for none).
+
+    >>> holds_value("temperature", "Preheat the oven to 165 degrees Celsius."), holds_value("custa", "São 45 euros.")
+    (True, True)
+    >>> holds_value("temperature", "Keep it in the fridge."), holds_value("weather", "It is 20 degrees.")
+    (False, False)
+    >>> holds_value("often", "Inspected every 7 months."), holds_value("often", "One beside each exit door.")
+    (True, False)
+    """
+    kind = MEASURES.get(term)
+    return kind is not None and re.search(_VALUES[kind], text, re.IGNORECASE) is not None
+
+
 def term_tokens(term: str, lang: str) -> list[str]:
     """The index tokens one content word becomes under a language's analyzer (a code: itself whole)."""
     lang = lang if lang in LANGUAGES else "en"
@@ -279,12 +319,14 @@ class LexicalIndex:
         scores = np.asarray(self._bm25.get_scores(tokens), dtype=np.float32)
         return scores * mask if mask is not None else scores
 
-    def support(self, position: int, terms: Sequence[str], lang: str) -> tuple[float, tuple[str, ...]]:
+    def support(self, position: int, terms: Sequence[str], lang: str,
+                held: Collection[str] = ()) -> tuple[float, tuple[str, ...]]:
         """How much of a question the chunk at `position` mentions: the IDF-weighted share of the question's
         content words (`question_terms`) found among the chunk's tokens under its own language's analyzer,
         and the words it lacks. A word the folder never uses weighs most (IDF with a document frequency of
         0), so a question about something absent scores low wherever it lands. No terms: 1.0 (nothing to
-        check).
+        check). Terms in `held` count as held whatever the tokens say (a measure the chunk gives a value of,
+        `holds_value`).
 
         Reads bm25s's inverted index (a CSC matrix: per token, the chunks holding it), so it costs no
         memory beyond the index itself.
@@ -296,7 +338,7 @@ class LexicalIndex:
             tokens = term_tokens(term, lang)
             if not tokens:
                 continue
-            present = all(self._holds(position, t) for t in tokens)
+            present = term in held or all(self._holds(position, t) for t in tokens)
             w = max(self.idf(t) for t in tokens)
             total += w
             if present:

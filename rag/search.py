@@ -50,8 +50,8 @@ import numpy as np
 
 from rag.embed import Embedder
 from rag.followup import refers_back
-from rag.lexical import (LexicalIndex, acronyms, analyze, analyze_query, is_code, question_language,
-                         question_names, question_terms)
+from rag.lexical import (MEASURES, LexicalIndex, acronyms, analyze, analyze_query, holds_value, is_code,
+                         question_language, question_names, question_terms)
 from rag.settings import Settings
 from rag.store import StoredChunk
 
@@ -217,6 +217,13 @@ class Candidate:
     # For a follow-up joined to the question before it: the share (IDF-weighted) of that question's own
     # words, the subject the follow-up leans on, this chunk holds. None for a question searched alone.
     subject_support: float | None = None
+    # For such a follow-up, whether another passage of this chunk's document holds some of that subject:
+    # "E a renda?" after "Quanto é a caução?" asks about the same lease, whose rent clause does not repeat
+    # "caução" (rag.gate). None for a question searched alone.
+    subject_in_document: bool | None = None
+    # The question has no word of its own to look for ("What is it?", "E então?", "Há ou à?": question
+    # words and stopwords only): no passage can be shown to answer it, unless it refers to a code (rag.gate).
+    wordless: bool = False
 
 
 @dataclass
@@ -435,7 +442,9 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     # standalone question ("And where are they kept?" -> "Where are backup copies kept?") on the rewrite's.
     rewritten = query != question and not query.endswith(question)
     own = query if rewritten else question
-    terms = tuple(question_terms(own)) or tuple(question_terms(query))
+    # Its own words only: a follow-up with none ("Why?", "Há ou à?") is not supported by the passages that
+    # hold the question before it (they would answer that question again, not this one).
+    terms = tuple(question_terms(own))
     # Only a folder with something in it can be said never to mention a name; one a letter off a word it
     # uses may be a misspelling of it.
     names, caps = [n for n in question_names(own) if n in terms], acronyms(own)
@@ -472,10 +481,25 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     subject: tuple[str, ...] = ()
     if not rewritten and query != question:
         subject = tuple(t for t in question_terms(query[:-len(question)], measures=False) if t not in terms)
+    # Words asking for a measure ("At what temperature?", "How often…?", "Quanto custa…?"): held by a passage
+    # that gives a value of it ("165 degrees Celsius", "every 7 months", "1.385 euros"), which seldom repeats
+    # the word itself.
+    measures = [t for t in terms if t in MEASURES]
+    in_document: dict[str, bool] = {}  # doc_id -> some chunk of it holds the subject: read only when needed
+
+    def subject_in_document(doc_id: str) -> bool:
+        if doc_id not in in_document:
+            rows = np.nonzero(snapshot.doc_of == doc_id)[0] if snapshot.doc_of is not None else ()
+            in_document[doc_id] = any(
+                snapshot.lexical.support(int(p), subject, snapshot.chunks[p].meta.get("lang", ""))[0] > 0
+                for p in rows)
+        return in_document[doc_id]
+
     candidates = []
     for rank, cid in enumerate(order, start=1):
         sc = snapshot.chunks[snapshot.pos[cid]]
-        support, missing = snapshot.lexical.support(snapshot.pos[cid], terms, sc.meta.get("lang", ""))
+        valued = [t for t in measures if holds_value(t, sc.content)]
+        support, missing = snapshot.lexical.support(snapshot.pos[cid], terms, sc.meta.get("lang", ""), valued)
         held_referred = ()
         if referred:
             _, lacking = snapshot.lexical.support(snapshot.pos[cid], referred, sc.meta.get("lang", ""))
@@ -493,7 +517,8 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             support=support, missing=missing, unknown_names=unknown, absent_names=absent,
             lacks_names=lacks(snapshot.pos[cid], missing),
             codes=tuple(t for t in codes if t not in missing) + held_referred, lang=m.get("lang", ""),
-            subject_support=on_subject,
+            subject_support=on_subject, wordless=not terms,
+            subject_in_document=None if on_subject is None else on_subject > 0 or subject_in_document(sc.doc_id),
         ))
     lap("support")
     return SearchResult(question=question, query=query, candidates=candidates, weights=weights,
