@@ -104,6 +104,11 @@ def why_not_found(engine, result: SearchResult, gated: Gated, expected_sentence:
                                                   f"{gated.threshold:.3f}), but the question names "
                                                   f"{', '.join(c.absent_names)}, which the folder never mentions: no "
                                                   "passage is evidence for it.", **base)
+            if v == UNSUPPORTED and c.wordless:
+                return Diagnosis(UNSUPPORTED_OUT, f"Its chunk is close enough (distance {c.distance:.3f} ≤ "
+                                                  f"{gated.threshold:.3f}), but the question has no word of its own "
+                                                  "to look for in it (only question words and words such as "
+                                                  "\"the\"): ask with the words of what you want to know.", **base)
             if v == UNSUPPORTED and c.lacks_names:
                 return Diagnosis(UNSUPPORTED_OUT, f"Its chunk is close enough (distance {c.distance:.3f} ≤ "
                                                   f"{gated.threshold:.3f}), but it does not mention "

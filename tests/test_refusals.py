@@ -882,3 +882,11 @@ def test_a_word_asking_for_a_measure_is_held_by_a_value_of_it(make_engine, tmp_p
         assert any(needle in c.content for c in turn.gated.kept), turn.gated.refusal
         measure = "often" if "often" in question else "custa"
         assert measure not in next(c for c in turn.gated.kept if needle in c.content).missing
+
+
+def test_why_not_found_says_a_wordless_question_has_nothing_to_look_for(sample_engine):
+    from rag.diagnosis import why_not_found
+    turn = sample_engine.ask("E então?", history=[sample_engine.ask(PT_OK).result.query])
+    held = next(c for c, v in zip(turn.gated.candidates, turn.gated.verdicts) if v == rag.UNSUPPORTED)
+    d = why_not_found(sample_engine, turn.result, turn.gated, held.content.splitlines()[-1])
+    assert "no word of its own" in d.message, d
