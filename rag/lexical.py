@@ -232,7 +232,8 @@ _VALUES = {
                  + _PERIOD + r"|daily|weekly|monthly|yearly|annually|once|twice|diariamente|semanalmente|mensalmente"
                  r"|anualmente|vezes|times)\b",
 }
-MEASURES = {"temperature": "temperature", "temperatura": "temperature",
+MEASURES = {"temperature": "temperature", "temperatura": "temperature", "celsius": "temperature",
+            "fahrenheit": "temperature",
              "cost": "cost", "costs": "cost", "price": "cost", "custa": "cost", "custam": "cost", "custo": "cost",
              "preço": "cost", "preco": "cost",
              "time": "time", "hora": "time", "horas": "time", "horário": "time",

@@ -447,7 +447,9 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     terms = tuple(question_terms(own))
     # Only a folder with something in it can be said never to mention a name; one a letter off a word it
     # uses may be a misspelling of it.
-    names, caps = [n for n in question_names(own) if n in terms], acronyms(own)
+    # A unit written with a capital ("in degrees Celsius") is a measure, not a name: a passage giving "°C"
+    # answers it, and a folder that never writes the word does not make the question about something absent.
+    names, caps = [n for n in question_names(own) if n in terms and n not in MEASURES], acronyms(own)
     unknown = tuple(n for n in names if snapshot.chunks and snapshot.lexical.unused(n)
                     and not snapshot.lexical.spelled_near(n))
     absent = tuple(n for n in unknown if n not in caps)

@@ -138,6 +138,13 @@ def test_threshold_keeps_unrelated_answers_within_budget_and_clamps():
     assert passing == 2 and sum(v <= t for v in values) == 2 and excluded == () and bound == ""
     assert choose_threshold(values, topics, 0.05, floor=0.5, ceiling=0.9)[0] == 0.5  # held at the floor
     assert choose_threshold([math.inf] * 10, ["a"] * 10, 0.05, floor=0.1, ceiling=0.8)[:2] == (0.8, 0)
+    # Fewer pass at any distance than the budget allows: the ceiling, said as such (a user trial read the capped
+    # 0.800 as a measured value).
+    t, passing, _, bound = choose_threshold([0.5] + [math.inf] * 39, ["a"] * 40, 0.05, floor=0.1, ceiling=0.8)
+    assert (t, passing, bound) == (0.8, 1, "ceiling")
+    from rag.calibration import LanguageCalibration
+    line = LanguageCalibration("en", t, 0.4, 0.05, 40, passing, (), bound).describe()
+    assert "highest value allowed" in line and "held at the" not in line
 
 
 def test_a_topic_the_folder_answers_is_left_out_of_the_calibration():
@@ -890,3 +897,14 @@ def test_why_not_found_says_a_wordless_question_has_nothing_to_look_for(sample_e
     held = next(c for c, v in zip(turn.gated.candidates, turn.gated.verdicts) if v == rag.UNSUPPORTED)
     d = why_not_found(sample_engine, turn.result, turn.gated, held.content.splitlines()[-1])
     assert "no word of its own" in d.message, d
+
+
+def test_a_unit_written_with_a_capital_is_a_measure_not_an_absent_name(make_engine, tmp_path):
+    """"in degrees Celsius" was taken for a name the folder never writes (it writes "°C"), and every passage
+    failed: a unit is a measure, held by a passage giving a temperature."""
+    engine = engine_on(make_engine, tmp_path / "steam", {"turbine.md": (
+        "# Steam turbines\n\nThe turbine entry temperature of a modern steam turbine is about 565 °C, limited by "
+        "the creep strength of its blades.\n\n## Condensers\n\nThe exhaust steam is condensed at low pressure.\n")})
+    turn = engine.ask("What is the turbine entry temperature of a steam turbine, in degrees Celsius?")
+    assert turn.result.absent_names == () and turn.result.unknown_names == ()
+    assert any("565 °C" in c.content for c in turn.gated.kept), turn.gated.refusal
