@@ -234,11 +234,11 @@ _VALUES = {
 }
 MEASURES = {"temperature": "temperature", "temperatura": "temperature", "celsius": "temperature",
             "fahrenheit": "temperature",
-             "cost": "cost", "costs": "cost", "price": "cost", "custa": "cost", "custam": "cost", "custo": "cost",
-             "preço": "cost", "preco": "cost",
-             "time": "time", "hora": "time", "horas": "time", "horário": "time",
-             "long": "duration", "duration": "duration", "duração": "duration", "tempo": "duration",
-             "often": "frequency", "frequently": "frequency", "frequência": "frequency"}
+            "cost": "cost", "costs": "cost", "price": "cost", "custa": "cost", "custam": "cost", "custo": "cost",
+            "preço": "cost", "preco": "cost",
+            "time": "time", "hora": "time", "horas": "time", "horário": "time",
+            "long": "duration", "duration": "duration", "duração": "duration", "tempo": "duration",
+            "often": "frequency", "frequently": "frequency", "frequência": "frequency"}
 
 
 def holds_value(term: str, text: str) -> bool:
