@@ -398,6 +398,25 @@ class LexicalIndex:
         indptr = self._bm25.scores["indptr"]
         return int(indptr[j + 1] - indptr[j])
 
+    def holders(self, term: str, lang: str) -> np.ndarray:
+        """The positions of the chunks holding a content word (every token it becomes under `lang`'s
+        analyzer), read off the inverted index: one posting list per token, not one test per chunk.
+
+        >>> LexicalIndex.build(["The rent is due.", "A deposit.", "Rent again."], ["en"] * 3).holders("rent", "en")
+        array([0, 2])
+        """
+        tokens = term_tokens(term, lang)
+        if not tokens or self._bm25 is None:
+            return np.zeros(0, dtype=np.int64)
+        sc, out = self._bm25.scores, None
+        for t in tokens:
+            j = self._bm25.vocab_dict.get(t)
+            if j is None:
+                return np.zeros(0, dtype=np.int64)
+            rows = np.asarray(sc["indices"][sc["indptr"][j]:sc["indptr"][j + 1]], dtype=np.int64)
+            out = rows if out is None else np.intersect1d(out, rows)
+        return np.unique(out)
+
     def _holds(self, position: int, token: str) -> bool:
         j = self._bm25.vocab_dict.get(token) if self._bm25 is not None else None
         if j is None:

@@ -487,15 +487,16 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     # that gives a value of it ("165 degrees Celsius", "every 7 months", "1.385 euros"), which seldom repeats
     # the word itself.
     measures = [t for t in terms if t in MEASURES]
-    in_document: dict[str, bool] = {}  # doc_id -> some chunk of it holds the subject: read only when needed
+    in_document: dict[tuple[str, str], bool] = {}  # (doc_id, lang) -> a chunk of it holds the subject
 
-    def subject_in_document(doc_id: str) -> bool:
-        if doc_id not in in_document:
-            rows = np.nonzero(snapshot.doc_of == doc_id)[0] if snapshot.doc_of is not None else ()
-            in_document[doc_id] = any(
-                snapshot.lexical.support(int(p), subject, snapshot.chunks[p].meta.get("lang", ""))[0] > 0
-                for p in rows)
-        return in_document[doc_id]
+    def subject_in_document(doc_id: str, lang: str) -> bool:
+        # The chunks holding a subject word (posting lists, under the candidate's language), then their
+        # documents: no scan of the document's chunks, which a long PDF has by the thousand.
+        if (doc_id, lang) not in in_document:
+            rows = np.concatenate([snapshot.lexical.holders(t, lang) for t in subject]) if subject else ()
+            in_document[(doc_id, lang)] = bool(len(rows)) and snapshot.doc_of is not None \
+                and bool(np.any(snapshot.doc_of[rows] == doc_id))
+        return in_document[(doc_id, lang)]
 
     candidates = []
     for rank, cid in enumerate(order, start=1):
@@ -520,7 +521,8 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             lacks_names=lacks(snapshot.pos[cid], missing),
             codes=tuple(t for t in codes if t not in missing) + held_referred, lang=m.get("lang", ""),
             subject_support=on_subject, wordless=not terms,
-            subject_in_document=None if on_subject is None else on_subject > 0 or subject_in_document(sc.doc_id),
+            subject_in_document=None if on_subject is None
+            else on_subject > 0 or subject_in_document(sc.doc_id, m.get("lang", "")),
         ))
     lap("support")
     return SearchResult(question=question, query=query, candidates=candidates, weights=weights,
