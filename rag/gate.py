@@ -188,22 +188,35 @@ def off_subject_text(threshold: float, question: str, subject: Sequence[str]) ->
             f'"{question}" never mention {words}, the subject of the question before it')
 
 
-def other_language_hint(question_lang: str, passage_langs: Sequence[str]) -> str:
-    """A sentence for a refusal on support when every close passage is in another language than the
-    question: the support test looks for the question's own words, which a translation does not hold
-    (MiniLM reads English best, and matches across languages poorly). "" otherwise.
+def other_language_hint(question_lang: str, passage_langs: Sequence[str],
+                        folder_langs: Sequence[str] = ()) -> str:
+    """A sentence for a refusal on words when the folder holds passages in another language
+    than the question's: the support test looks for the question's own words, which a translation does not
+    hold, and MiniLM matches across languages poorly (an English question about a Portuguese lease often
+    does not even find it). Stronger when every close passage (`passage_langs`) is in that language. ""
+    when the question's language is unclear or the folder holds no other.
 
     >>> other_language_hint("en", ["pt", "pt"])
-    ' The passages under the threshold are in Portuguese and the question in English: ask in Portuguese.'
-    >>> other_language_hint("en", ["pt", "en"]), other_language_hint("", ["pt"]), other_language_hint("pt", [""])
+    '. The passages under the threshold are in Portuguese and the question in English: ask in Portuguese.'
+    >>> print(other_language_hint("en", ["en"], ["en", "pt"]))  # doctest: +NORMALIZE_WHITESPACE
+    . The folder also holds passages in Portuguese: if the answer is there, ask in Portuguese (the search looks
+    for the question's own words)
+    >>> other_language_hint("en", ["pt", "en"]), other_language_hint("", ["pt"]), other_language_hint("pt", [""], ["pt"])
     ('', '', '')
     """
     langs = set(passage_langs)
-    if not question_lang or not langs or question_lang in langs or "" in langs:
+    if not question_lang:
         return ""
-    names = " and ".join(LANGUAGE_NAMES.get(x, x) for x in sorted(langs))
     asked = LANGUAGE_NAMES.get(question_lang, question_lang)
-    return f" The passages under the threshold are in {names} and the question in {asked}: ask in {names}."
+    if langs and question_lang not in langs and "" not in langs:
+        names = " and ".join(LANGUAGE_NAMES.get(x, x) for x in sorted(langs))
+        return f". The passages under the threshold are in {names} and the question in {asked}: ask in {names}."
+    others = [x for x in folder_langs if x and x != question_lang]
+    if not others:
+        return ""
+    names = " and ".join(LANGUAGE_NAMES.get(x, x) for x in sorted(others))
+    return (f". The folder also holds passages in {names}: if the answer is there, ask in {names} (the search "
+            f"looks for the question's own words)")
 
 
 def paraphrase_text(best: float, min_support: float, missing: Sequence[str]) -> str:
@@ -416,7 +429,7 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
                 because = WORDS
                 refusal = unsupported_text(threshold, result.question, missing[:4], best.support,
                                            rule.needed_by(best))
-                refusal += other_language_hint(result.language, [c.lang for c in near])
+                refusal += other_language_hint(result.language, [c.lang for c in near], result.folder_languages)
     elif not any(rule.holds_in_full(c) for c in kept):  # kept as close paraphrases only
         lacking = set.intersection(*(set(c.missing) for c in kept))
         missing = tuple(w for w in result.terms if w in lacking)

@@ -40,6 +40,7 @@ threshold change re-gates the same candidates without searching again.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections import Counter
@@ -248,6 +249,7 @@ class SearchResult:
     # A follow-up by its form searched alone (`Engine.search`): the joined query that was tried first and
     # found no passage holding enough of this question's own words. "" otherwise.
     joined_tried: str = ""
+    folder_languages: tuple[str, ...] = ()  # the languages the folder's passages are written in
 
     @property
     def searched_note(self) -> str:
@@ -279,6 +281,12 @@ class Snapshot:
     doc_of: np.ndarray | None = None
     vectors: np.ndarray | None = None  # row i is chunks[i]'s stored vector: distances without a round trip
     tokens: list[list[str]] | None = None  # row i is chunks[i]'s analysed text, as BM25 indexed it (feedback)
+
+    @functools.cached_property
+    def languages(self) -> tuple[str, ...]:
+        """The languages the folder's passages are written in ('en', 'pt'; unclear ones left out), for a
+        refusal's hint that a question in one language does not find the words of documents in another."""
+        return tuple(sorted({c.meta.get("lang", "") for c in self.chunks} - {""}))
 
     @classmethod
     def build(cls, chunks: list[StoredChunk], docs: dict[str, tuple[str, str, str]], settings: Settings,
@@ -315,11 +323,12 @@ def dense_top(snapshot: Snapshot, qv: np.ndarray, n: int,
 FEEDBACK_TERMS = 10
 FEEDBACK_OWN = 0.5
 FEEDBACK_DENSE = 1.0
-FEEDBACK_RULE = (FEEDBACK_TERMS, FEEDBACK_OWN, FEEDBACK_DENSE)  # in the calibration's fingerprint
+# Version 2: only passages in the question's language lend words, and no single letter or bare number.
+FEEDBACK_RULE = (FEEDBACK_TERMS, FEEDBACK_OWN, FEEDBACK_DENSE, 2)  # in the calibration's fingerprint
 
 
-def feedback(snapshot: Snapshot, query: str, qv: np.ndarray,
-             rows: Sequence[int]) -> tuple[np.ndarray, dict[str, float], tuple[str, ...]]:
+def feedback(snapshot: Snapshot, query: str, qv: np.ndarray, rows: Sequence[int],
+             language: str = "") -> tuple[np.ndarray, dict[str, float], tuple[str, ...]]:
     """Pseudo-relevance feedback from the passages at `rows` (the first ranking's best): a question vector
     moved toward their mean (Rocchio), and a BM25 query in which the question's own tokens keep
     `FEEDBACK_OWN` of the weight and the passages' `FEEDBACK_TERMS` most telling tokens (term frequency
@@ -331,20 +340,22 @@ def feedback(snapshot: Snapshot, query: str, qv: np.ndarray,
     qv2 = np.asarray(qv, dtype=np.float64) + FEEDBACK_DENSE * mean
     qv2 = (qv2 / (np.linalg.norm(qv2) or 1.0)).astype(snapshot.vectors.dtype)
     lent: dict[str, float] = {}
-    for i in rows:
+    lenders = [i for i in rows if not language or snapshot.chunks[i].meta.get("lang", "") in ("", language)]
+    for i in lenders:
         chunk = snapshot.chunks[i]
         # The tokens BM25 indexed (a snapshot built around a given index may not keep them: analyse again).
         tokens = (snapshot.tokens[i] if snapshot.tokens is not None
                   else analyze(chunk.text, chunk.meta.get("lang", "")))
         for t, count in Counter(tokens).items():
-            lent[t] = lent.get(t, 0.0) + count / len(tokens) * lex.idf(t) / len(rows)
+            if len(t) > 1 and any(ch.isalpha() for ch in t):  # not "g", "30" or "4.155"
+                lent[t] = lent.get(t, 0.0) + count / len(tokens) * lex.idf(t) / len(lenders)
     added = sorted(lent, key=lambda t: (-lent[t], t))[:FEEDBACK_TERMS]
     own = [t for t in analyze_query(query, lex.languages) if lex.known(t)]
     bag: dict[str, float] = {t: FEEDBACK_OWN / len(own) for t in own}
     total = sum(lent[t] for t in added) or 1.0
     for t in added:
         bag[t] = bag.get(t, 0.0) + (1 - FEEDBACK_OWN) * lent[t] / total
-    return qv2, bag, _as_written([t for t in added if t not in own], [snapshot.chunks[i] for i in rows])
+    return qv2, bag, _as_written([t for t in added if t not in own], [snapshot.chunks[i] for i in lenders])
 
 
 def _as_written(tokens: Sequence[str], chunks: Sequence[StoredChunk]) -> tuple[str, ...]:
@@ -418,7 +429,7 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
         # ranks and scores; every distance stays the question's own, which is what the gate reads.
         kept = settings.feedback
         top_rows = [snapshot.pos[cid] for cid in order[:kept]]
-        qv2, bag, expansion = feedback(snapshot, query, qv, top_rows)
+        qv2, bag, expansion = feedback(snapshot, query, qv, top_rows, question_language(question))
         bm25_2 = snapshot.lexical.top(bag, n, mask)
         rows2, dist2 = dense_top(snapshot, qv2, n, mask)
         dense_2 = [(snapshot.chunks[i].id, float(dist2[i])) for i in rows2]
@@ -529,4 +540,4 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
                         timings_ms=timings, searched_chunks=len(snapshot.chunks), terms=terms,
                         unknown_names=unknown, absent_names=absent, subject=subject,
                         language=question_language(question), fusion=settings.fusion,
-                        kept_first=kept, expansion=expansion)
+                        kept_first=kept, expansion=expansion, folder_languages=snapshot.languages)

@@ -222,6 +222,25 @@ def test_feedback_gives_the_question_own_words_half_of_the_bm25_query(sample_eng
     assert len(added) <= 10 and all(w == w.lower() for w in added)
 
 
+def test_feedback_lends_only_words_of_the_question_language_and_no_numbers(sample_engine):
+    # A user trial saw a Portuguese question's BM25 search extended with "meetings", "bicycle" and a stray "g"
+    # lent by English passages that ranked near it: words from another language only pull in that language.
+    snap = sample_engine.snapshot
+    question = "Como é que a aplicação decide recusar uma pergunta?"
+    qv = sample_engine.embedder.embed_batch([question])[0]
+    by_lang = {lang: [i for i in np.argsort(1 - snap.vectors @ qv, kind="stable")
+                      if snap.chunks[i].meta.get("lang") == lang][:3] for lang in ("pt", "en")}
+    assert all(len(rows) == 3 for rows in by_lang.values())  # the sample folder holds both languages
+    mixed = by_lang["pt"] + by_lang["en"]
+    _, bag, added = feedback(snap, question, qv, mixed, "pt")
+    _, bag_pt, added_pt = feedback(snap, question, qv, by_lang["pt"], "pt")
+    assert added and added == added_pt and bag == pytest.approx(bag_pt)
+    _, _, any_language = feedback(snap, question, qv, mixed)  # language unknown: every row lends
+    assert any_language != added
+    lent = [t for t in bag if t not in analyze_query(question, snap.lexical.languages)]
+    assert all(len(t) > 1 and any(ch.isalpha() for ch in t) for t in lent), lent
+
+
 def test_feedback_off_or_negative(tmp_path):
     from rag import load_settings
 

@@ -282,6 +282,28 @@ def test_a_refusal_on_support_says_when_the_passages_are_in_another_language(mak
     assert cake.gated.failed == SUPPORT and "ask in" not in cake.gated.refusal
 
 
+@pytest.mark.parametrize("question, other", [
+    ("What is the monthly rent of the warehouse?", "Portuguese"),  # the lease is not even among the closest
+    ("Quantos dias de férias pagas tenho por ano?", "English"),
+])
+def test_a_refusal_in_a_bilingual_folder_says_the_folder_holds_another_language(make_engine, tmp_path, question,
+                                                                                 other):
+    # A user trial asked the Portuguese lease in English and got "never mention rent or warehouse" with no word
+    # of the folder's other language: the hint needed every close passage to be in it, and here the closest
+    # are the English handbook's.
+    engine = indexed_folder(make_engine, tmp_path, "both", {
+        "contrato.txt": "Contrato de arrendamento do armazém\n\nA renda mensal é de 1.385 euros, paga até ao dia "
+                        "8 de cada mês por transferência bancária. A caução entregue é de 4.155 euros.\n",
+        "handbook.md": "# Staff handbook\n\n## Leave\n\nEvery employee has 27 days of paid leave a year, booked "
+                       "in the leave calendar.\n\n## Expenses\n\nTravel is refunded monthly against receipts.\n"})
+    turn = engine.ask(question)
+    assert turn.answer.refused and turn.gated.failed == SUPPORT, turn.gated.refusal
+    assert turn.gated.refusal.endswith(f"also holds passages in {other}: if the answer is there, ask in {other} "
+                                       "(the search looks for the question's own words)"), turn.gated.refusal
+    assert engine.ask("Qual é a renda mensal do armazém?").gated.kept  # asked in its language, it is found
+    assert engine.ask("How many days of paid leave do I get?").gated.kept
+
+
 # --- the engine, on the sample folder, at default settings -----------------------------------------------
 
 def test_chocolate_cake_and_peru_after_a_turn_are_refused_by_default(sample_engine):
