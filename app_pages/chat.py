@@ -164,6 +164,8 @@ def show_answer(turn_no: int, ans: rag.Answer, gated: rag.Gated, mode_name: str,
                    icon=":material/rule:")
     if gated.paraphrase_note and not ans.refused:
         st.caption(":material/help: " + ui.md_escape(gated.paraphrase_note))
+    if gated.split_note and not ans.refused:
+        st.warning(ui.md_escape(gated.split_note), icon=":material/call_split:")
     if ans.prompt_tokens is not None:
         st.caption(f"prompt {ans.prompt_tokens} tokens (tiktoken)")
 
@@ -191,14 +193,15 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
         # Whole percents, rounded down: "29%", not "29.24%" beside "100%", and 49.9% (refused for holding
         # under 50%) reads "49%", not "50%".
         "support": rag.floored(c.support),
+        "needs": gated.rule.needed_by(c),  # by its distance: less when close, more far out
         "lacks": ", ".join(c.missing),
         "document": c.doc_name,
         "section": ui.one_line(c.section or c.title, 60),
         "preview": ui.one_line(c.content, 110),
         "verdict": VERDICT_LABEL[v],
     } for c, v in zip(gated.candidates, gated.verdicts)]
-    frame = pd.DataFrame(rows, columns=["fused", "score", "dense", "BM25", "distance", "margin", "support", "lacks",
-                                        "document", "section", "preview", "verdict"])
+    frame = pd.DataFrame(rows, columns=["fused", "score", "dense", "BM25", "distance", "margin", "support", "needs",
+                                        "lacks", "document", "section", "preview", "verdict"])
     for col in ("dense", "BM25"):  # a side that did not return the row: a dash (a null cell would read "None")
         frame[col] = [str(int(r)) if pd.notna(r) else "–" for r in frame[col]]
     colours = [VERDICT_COLOUR[v] for v in gated.verdicts]
@@ -224,7 +227,11 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
                  f"Needs {gated.rule.min_support:.0%}"
                  + (f", or {gated.rule.relaxation} unless the question names something the folder never mentions"
                     if gated.rule.relaxation else "")
+                 + (f"; {gated.rule.rising}" if gated.rule.rising else "")
                  + ". A question naming something the folder never mentions fails every passage."),
+        "needs": st.column_config.NumberColumn(
+            "needs", format="percent", width="small",
+            help="The support this row needs at its distance: less when very close, more far out"),
         "lacks": st.column_config.TextColumn("lacks", help="The question's words this passage does not hold"),
         "document": st.column_config.TextColumn("document"),
         "section": st.column_config.TextColumn("section"),

@@ -34,10 +34,12 @@ minimum (`close-percentile`), or both, the nearest keeping the lower share (`two
 a passage far under the close distance (`very-close`); the distance between the passage and the question's
 missing words read as one phrase, required for the close relaxation (`resid-close`) or enough on its own
 (`resid-or`, `resid-only`); a share needed that grows with the distance, from the close distance to a
-percentile of the unrelated questions' nearest (`ramp`); the word naming the kind of answer ("what
-percentage", "which country") left out of the support test (`wh-type`). Every rule applies the shipped name
-rules (a name the folder never mentions, or a passage lacking one it uses, fails). `--only PREFIX` simulates
-the rules whose name starts with it. Results: docs/benchmarks.md, "The frontier".
+percentile of the unrelated questions' nearest (`ramp`); the opposite, a share that rises past such a
+percentile to every word at the ceiling (`rise`, shipped at the 5th percentile since session 14; `shipped`
+is the rule before it); the word naming the kind of answer ("what percentage", "which country") left out
+of the support test (`wh-type`). Every rule applies the shipped name rules (a name the folder never
+mentions, or a passage lacking one it uses, fails). `--only PREFIX` simulates the rules whose name starts
+with it. Results: docs/benchmarks.md, "The frontier".
 
 What it does not do: change the app. The code rule (rag.gate) is not simulated: no question here names a
 code except the sample's few error codes.
@@ -311,6 +313,11 @@ def _rule(name: str, min_support: float, close_support: float, **kw):
             share = 0.0 if distance(row) <= close else min(1.0, (distance(row) - close) / max(upper - close, 1e-9))
             start = close_support if share == 0.0 else kw.get("start", close_support)  # the share just past close
             need = start + (min_support - start) * share
+        if name == "rise" and distance(row) > closes[2]:
+            # Session 14 (shipped since): past the unrelated questions' nearest distances' `upper` percentile
+            # the share needed rises, reaching every word at the ceiling (rag.gate.SupportRule.rise_from).
+            share = min(1.0, (distance(row) - closes[2]) / max(CEILING - closes[2], 1e-9))
+            need = min_support + (1.0 - min_support) * share
         ok = row["support"] + 1e-9 >= (min_support if name == "resid-only" else need)
         if name in ("resid-or", "resid-only") and not denied:
             ok = ok or row["resid"] <= kw["resid"]
@@ -345,6 +352,7 @@ def simulate(out: Path, only: str = "") -> None:
               for x in (0.7, 0.75, 0.8, 0.85, 0.9)]
     rules += [("wh-type", ms, cs, {}) for ms, cs in ((0.5, 0.2), (0.6, 0.2))]
     rules += [("ramp", ms, cs, {"upper": u}) for u in (0.05, 0.1, 0.25, 0.5) for ms, cs in ((0.5, 0.2), (0.5, 0.1), (0.6, 0.2))]
+    rules += [("rise", 0.5, 0.2, {"upper": u}) for u in (0.02, 0.05, 0.1)]
     for name, ms, cs, kw in rules:
         if only and not name.startswith(only):
             continue

@@ -87,9 +87,9 @@ class AnswerRule:
 
     - is within `margin` of the best sentence's cosine similarity to the question,
     - holds at least `min_support` of the question's content words (`sentence_support`), and
-    - supports the question about as well as the best one: its support is at most `support_margin` below
-      the best sentence's, or (`new_words`) it holds a question word that no sentence chosen so far holds
-      (the other half of a two-part question).
+    - supports the question about as well as the best-supported sentence chosen so far: its support is at
+      most `support_margin` below that one's, or (`new_words`) it holds a question word that no sentence
+      chosen so far holds (the other half of a two-part question).
 
     None turns a test off; `EVERY_SENTENCE` is the earlier rule: the best `max_sentences`,
     whatever they say. The parameters were chosen on the dev half of the SQuAD 2.0 questions (English and
@@ -101,14 +101,19 @@ class AnswerRule:
     support_margin: float | None = 0.0
     new_words: bool = True
 
-    def keeps(self, best: ChosenSentence, c: ChosenSentence, covered: set[str] | frozenset[str] = frozenset()) -> bool:
+    def keeps(self, best: ChosenSentence, c: ChosenSentence, covered: set[str] | frozenset[str] = frozenset(),
+              support: float | None = None) -> bool:
         """Whether `c` may join an answer whose best sentence is `best`; `covered`: the question words
-        the sentences chosen so far hold."""
+        the sentences chosen so far hold; `support`: the highest support among them (default: the best's).
+        Measured against the best-supported one, not the closest: "Who leads Project Heron?" read Heron's
+        description first (2 of 3 words), then "Lead: Tomasz Vierling." (3 of 3), and "Budget: 18,400
+        euros." (2 of 3, as many as the description) padded the answer."""
         if self.margin is not None and c.score < best.score - self.margin - 1e-9:
             return False
         if self.min_support is not None and c.support + 1e-9 < self.min_support:
             return False
-        if self.support_margin is None or c.support + 1e-9 >= best.support - self.support_margin:
+        bar = best.support if support is None else support
+        if self.support_margin is None or c.support + 1e-9 >= bar - self.support_margin:
             return True
         return self.new_words and any(w not in covered for w in c.words)
 
@@ -197,11 +202,18 @@ class ExtractiveGenerator:
         """From `ranked` (best first): the best sentence, then those `rule` keeps, up to `max_sentences`,
         in citation order and document order within a chunk."""
         rule = self.rule if rule is None else rule
+        if ranked and rule.support_margin is not None:
+            # After the closest sentence, the others are weighed by how many of the question's words they
+            # hold, then by closeness, each against the best-supported chosen so far: "Who leads Project
+            # Heron?" is nearest "Deadline: 30 November 2024." under Heron's heading (MiniLM reads the
+            # heading's words), then "Budget: 18,400 euros.", and only then "Lead: Tomasz Vierling.", the one
+            # holding "leads" too; taken in closeness order, all three were quoted.
+            ranked = [ranked[0]] + sorted(ranked[1:], key=lambda c: -c.support)  # stable: closeness among equals
         chosen: list[ChosenSentence] = []
         keys: list[str] = []
         covered: set[str] = set()
         for c in ranked:
-            if chosen and not rule.keeps(chosen[0], c, covered):
+            if chosen and not rule.keeps(chosen[0], c, covered, max(x.support for x in chosen)):
                 continue
             key = " ".join(fold(c.text).split())
             # The same words twice (a PDF and its source, a sentence cut by a page break) say nothing new.

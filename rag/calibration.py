@@ -118,6 +118,22 @@ def close_distance(nearest: Sequence[float], percentile: float = 0.0) -> float:
     return _just_under(ordered[int(percentile * len(ordered))] if ordered else 0.0)
 
 
+def rise_distance(nearest: Sequence[float], percentile: float, ceiling: float) -> float | None:
+    """Where the support test's share starts rising: the distance under which `percentile` of the unrelated
+    questions find their nearest passage, kept under the ceiling; None when it never rises (percentile 1,
+    no question, or none that near).
+
+    >>> rise_distance([0.5, 0.6, 0.7, 0.9] * 5, 0.05, 0.8), rise_distance([0.5, 0.6], 1.0, 0.8)
+    (0.5, None)
+    >>> rise_distance([0.9] * 20, 0.05, 0.8)  # every unrelated question is farther than the ceiling
+    """
+    ordered = sorted(d for d in nearest if math.isfinite(d))
+    if percentile >= 1.0 or not ordered:
+        return None
+    at = ordered[min(int(percentile * len(ordered)), len(ordered) - 1)]
+    return at if at < ceiling else None
+
+
 def choose_threshold(values: Sequence[float], topics: Sequence[str], budget: float, floor: float,
                      ceiling: float, exclude: Sequence[str] | None = None) -> tuple[float, int, tuple[str, ...], str]:
     """(threshold, how many questions pass at it, topics left out, "floor"/"ceiling"/"" when clamped).
@@ -166,6 +182,10 @@ class LanguageCalibration:
     passing: int  # of them, how many get an answer at `threshold`
     excluded_topics: tuple[str, ...] = ()
     bound: str = ""  # "floor" or "ceiling" when the measured value was outside them
+    # Past `rise_from` (under which `rise_percentile` of the unrelated questions find their nearest passage)
+    # the support test's share rises to every word at `rise_to` (the ceiling). None: it never rises.
+    rise_from: float | None = None
+    rise_to: float | None = None
 
     def describe(self) -> str:
         """One line for the screen: what the calibrated value means."""
@@ -196,7 +216,14 @@ class Calibration:
         """The support test for a question language (an unclear one: the smallest close distance)."""
         closes = [c.close for c in self.languages.values()]
         close = self.languages[lang].close if lang in self.languages else min(closes, default=-1.0)
-        return SupportRule(min_support, close, close_support)
+        # An unclear language: the earliest rise of any, the strictest.
+        rises = [(c.rise_from, c.rise_to) for c in self.languages.values() if c.rise_from is not None]
+        mine = self.languages.get(lang)
+        rise = ((mine.rise_from, mine.rise_to) if mine is not None and mine.rise_from is not None
+                else None if mine is not None else min(rises, default=None))
+        if rise is None:
+            return SupportRule(min_support, close, close_support)
+        return SupportRule(min_support, close, close_support, rise[0], rise[1])
 
     def threshold(self, lang: str) -> float | None:
         """The calibrated threshold for a question language; for an unclear one the strictest of all."""
@@ -252,13 +279,14 @@ Search = Callable[[str, np.ndarray], SearchResult]  # (question, its vector) -> 
 
 def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: str, min_support: float,
               close_support: float, budget: float, floor: float, ceiling: float,
-              close_percentile: float = 0.0) -> Calibration:
+              close_percentile: float = 0.0, rise_percentile: float = 1.0) -> Calibration:
     """Search every unrelated question of every language once and choose each language's threshold and
     close distance. `vectors[lang]` holds the embeddings of `unrelated_questions(lang)`, in order.
 
     Three steps per language: the folder's own topics are found with the plain support test, on every
     kind together; the close distance is set just under the nearest that any remaining question comes
-    (`close_distance`);
+    (`close_distance`), and the distance past which the share needed rises at `rise_percentile` of them
+    (`rise_distance`);
     the threshold is chosen with the full test (close distance included) for each kind's remaining
     questions, and the strictest is kept, so that neither kind passes more often than the budget."""
     t0 = time.perf_counter()
@@ -272,8 +300,11 @@ def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: st
         _, _, excluded, _ = choose_threshold([evidence_distance(r, plain) for r in results], topics, budget,
                                              floor, ceiling)
         nearest = [min((c.distance for c in r.candidates), default=math.inf) for r in results]
-        close = close_distance([d for d, t in zip(nearest, topics) if t not in excluded], close_percentile)
-        rule = SupportRule(min_support, close, close_support)
+        own = [d for d, t in zip(nearest, topics) if t not in excluded]
+        close = close_distance(own, close_percentile)
+        rise = rise_distance(own, rise_percentile, ceiling)
+        rule = (SupportRule(min_support, close, close_support) if rise is None
+                else SupportRule(min_support, close, close_support, rise, ceiling))
         values = [evidence_distance(r, rule) for r in results]
         by_kind = []
         for kind, _ in KINDS:
@@ -285,7 +316,8 @@ def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: st
         t, bound = min(by_kind, default=(ceiling, "ceiling"))
         measured = [i for i, topic in enumerate(topics) if topic not in excluded]
         passing = sum(1 for i in measured if values[i] <= t)
-        languages[lang] = LanguageCalibration(lang, t, close, budget, len(measured), passing, excluded, bound)
+        languages[lang] = LanguageCalibration(lang, t, close, budget, len(measured), passing, excluded, bound,
+                                              rise, None if rise is None else ceiling)
         points += [{"lang": lang, "kind": kind, "topic": topic, "question": q, "evidence": v, "nearest": n}
                    for kind, (topic, q), v, n in zip(kinds, qs, values, nearest)]
     return Calibration(fingerprint, min_support, languages, points, time.time(), time.perf_counter() - t0)

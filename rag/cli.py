@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import re
 import shutil
@@ -104,6 +105,8 @@ def print_turn(turn: Turn) -> None:
     print(a.text)
     if g.paraphrase_note and not a.refused:
         print(f"\n{g.paraphrase_note}")
+    if g.split_note and not a.refused:
+        print(f"\n{g.split_note}")
     if a.note:
         print(f"\nnote: {a.note}")
     for flag in a.flags:
@@ -124,6 +127,7 @@ def print_turn(turn: Turn) -> None:
     note = f"; {turn.threshold.note}" if turn.threshold else ""
     rule = g.rule
     close = f", {rule.relaxation}" if rule.relaxation else ""
+    close += f", {rule.rising}" if rule.rising else ""
     print(f"\nRetrieval (threshold {g.threshold:.3f}{note}; support at least {rule.min_support:.0%}{close}; "
           f"at most {g.max_chunks} kept)")
     if turn.result.absent_names:
@@ -136,10 +140,11 @@ def print_turn(turn: Turn) -> None:
         print(g.codes_note)
     if turn.result.feedback_note:
         print(turn.result.feedback_note)
-    print(f"{'fused':>5} {'dense':>5} {'bm25':>5} {'dist':>6} {'supp':>5}  {'verdict':<26} document / section")
+    print(f"{'fused':>5} {'dense':>5} {'bm25':>5} {'dist':>6} {'supp':>5} {'need':>5}  {'verdict':<26} document / section")
     for c, v in zip(g.candidates, g.verdicts):
         lacks = f"  (lacks: {', '.join(c.missing)})" if c.missing else ""
-        print(f"{c.fused_rank:>5} {_fmt(c.dense_rank):>5} {_fmt(c.bm25_rank):>5} {c.distance:6.3f} {percent(c.support):>5}  "
+        print(f"{c.fused_rank:>5} {_fmt(c.dense_rank):>5} {_fmt(c.bm25_rank):>5} {c.distance:6.3f} {percent(c.support):>5} "
+              f"{math.ceil(rule.needed_by(c) * 100 - 1e-9):>4d}%  "  # up: 66.7% needed is not "66%"
               f"{v:<26} {c.doc_name}{' / ' + c.section if c.section else ''}{lacks}")
 
 

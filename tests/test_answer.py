@@ -359,6 +359,13 @@ def test_answer_rule_keeps_the_best_and_what_supports_as_well(embedder):
     chosen = gen.select(many)
     assert len(chosen) == 3 and chosen == sorted(chosen, key=lambda c: (c.n, c.start))
     assert gen.select(many, AnswerRule(margin=0.015)) == sorted(many[:2], key=lambda c: (c.n, c.start))
+    # After the closest, the sentence holding most of the question's words comes next, and the rest are
+    # measured against it: "Budget", as close as "Lead" and holding fewer words, nothing new, is left out.
+    heading = [_sentence("Deadline: 30 November.", 0.77, ("project", "heron"), 3),
+               _sentence("Budget: 18,400 euros.", 0.68, ("project", "heron"), 3, start=30),
+               _sentence("Lead: Tomasz Vierling.", 0.67, ("leads", "project", "heron"), 3, start=60)]
+    assert [c.text for c in gen.select(heading)] == ["Deadline: 30 November.", "Lead: Tomasz Vierling."]
+    assert [c.text for c in gen.select(heading, AnswerRule(margin=0.05))] == ["Deadline: 30 November."]
     assert ANSWER_RULE == AnswerRule() and gen.rule == ANSWER_RULE
 
 
@@ -386,5 +393,7 @@ def test_a_sentence_is_read_under_its_heading(make_engine, tmp_path):
     engine.sync()
     turn = engine.ask("Who leads Project Heron?")
     assert "Lead: Tomasz Vierling. [1]" in turn.answer.text, turn.answer.text
+    # Heron's other lines, holding none of "leads", do not all follow it (all three were quoted before).
+    assert len(turn.answer.chosen) <= 2, turn.answer.text
     assert "Ines Moss" not in turn.answer.text
     assert turn.gated.citations[0].section == "Project Heron"

@@ -304,6 +304,166 @@ def test_a_refusal_in_a_bilingual_folder_says_the_folder_holds_another_language(
     assert engine.ask("How many days of paid leave do I get?").gated.kept
 
 
+def test_an_answer_joining_two_documents_that_each_lack_the_others_words_says_so(make_engine, tmp_path, capsys):
+    # A user trial: "How much is the deposit for the tool shed key?" quoted the garden's tool shed code and the
+    # bicycle room's key deposit, each passage holding half the question, with no caveat.
+    engine = indexed_folder(make_engine, tmp_path, "club", {
+        "garden.md": "# Community garden\n\n## Tool shed\n\nThe tool shed is locked with a combination padlock. "
+                     "The code is 4719 and is changed every July.\n",
+        "bikes.md": "# Bicycle room\n\nThe bicycle room is in the basement. A key deposit of 25 euros is required. "
+                    "Bicycles must carry a name tag.\n"})
+    joined = engine.ask("How much is the deposit for the tool shed key?", threshold=0.8)
+    assert {c.doc_name for c in joined.gated.kept} == {"garden.md", "bikes.md"}, joined.gated.refusal
+    note = joined.gated.split_note
+    assert note and note.startswith("No passage holds the whole question:"), note
+    assert '"deposit"' in note and '"tool" and "shed"' in note, note
+    assert engine.ask("What is the code of the tool shed?", threshold=0.8).gated.split_note is None
+    from rag.cli import main
+    assert main(["--folder", str(tmp_path / "club"), "--index-dir", str(tmp_path / "idx"), "--config",
+                 str(tmp_path / "none.toml"), "ask", "--threshold", "0.8",
+                 "How much is the deposit for the tool shed key?"]) == 0
+    assert note in capsys.readouterr().out
+
+
+GARDEN = """# Riverside Community Garden Handbook
+
+## Plots
+
+Each member is assigned one plot. Standard plots measure 3 by 6 metres; raised beds for members with limited
+mobility measure 1.2 by 2.4 metres. There are 42 plots in total, numbered along the north fence.
+
+## Watering rota
+
+Members water the shared beds in turn. The rota runs weekly from Monday; each member waters the shared herb beds
+on their assigned week. Hoses must be coiled and returned to the reel after use. During a hosepipe ban, only
+watering cans filled from the rainwater butts may be used.
+
+## Tool shed
+
+The tool shed is locked with a combination padlock. The code is 8823 and is changed every July. Tools must be
+cleaned before they are put back. The wheelbarrows may not be taken off site.
+
+## Membership fee
+
+The annual membership fee is 40 pounds, due on 1 April. Concessions pay 20 pounds. Members who have not paid by
+30 April lose their plot.
+
+## Composting
+
+Only uncooked fruit and vegetable scraps, grass cuttings and dead leaves go into the compost bays. No meat,
+dairy, cooked food or diseased plants. Turn the active bay every two weeks; the garden coordinator, Margaret
+Okafor, decides when a bay is ready to use.
+"""
+
+CONDOMINIO = """# Regulamento do Condomínio Edifício Jacarandá
+
+## Horário de silêncio
+
+Entre as 22h00 e as 8h00 é proibido fazer ruído que incomode os vizinhos. Aos domingos e feriados o horário de
+silêncio prolonga-se até às 10h00. Obras ruidosas só são permitidas de segunda a sexta-feira, das 9h00 às 18h00.
+
+## Recolha do lixo
+
+O lixo indiferenciado é recolhido às segundas, quartas e sextas-feiras. Os contentores devem ser colocados na
+rua depois das 20h00 da véspera. O vidro é recolhido à terça-feira e o papel e cartão à quinta-feira.
+
+## Garagem
+
+Cada fração tem direito a um lugar de estacionamento numerado na garagem da cave. É proibido lavar carros na
+garagem. A velocidade máxima dentro da garagem é de 10 km/h. Bicicletas devem ser guardadas na arrecadação
+comum, junto ao portão B.
+
+## Quota mensal
+
+A quota mensal do condomínio é de 85 euros por fração, paga até ao dia 8 de cada mês por transferência bancária.
+O atraso no pagamento implica uma penalização de 10 euros.
+
+## Administração
+
+O administrador do condomínio é o Sr. Joaquim Ferreira, da empresa Gestimóvel Lda. Pode ser contactado pelo
+telefone 912 345 678 ou pelo email joaquim.ferreira@gestimovel.pt. A assembleia geral ordinária realiza-se em
+março de cada ano.
+"""
+
+CARETAKER = {
+    "bikes.md": """# Bicycle Room Rules
+
+The bicycle room moved to the ground floor behind the mailboxes. The key to the bicycle room is now held by the
+caretaker, Ms. Carla Dias. A key deposit of 25 euros is required. Each resident may store at most three
+bicycles.
+""",
+    "laundry.txt": """Laundry room rules
+
+The shared laundry room is on the first floor. Washing machines cost 3 euros per cycle and dryers cost 2 euros.
+The laundry room closes at 21:00 every day. Report broken machines to the caretaker, Ms. Carla Dias.
+""",
+    "pool.md": """# Swimming Pool
+
+The rooftop swimming pool is open from 1 June to 15 September, daily from 10h00 to 20h00. Children under 12 must
+be accompanied by an adult. The lifeguard on duty is Sofia Ramos.
+""",
+}
+
+INVOICES = ["Invoice Policy - Northwind Services Ltd",
+            "1. Payment terms. All invoices are payable within 30 days of the invoice date.",
+            "2. Late payment. Overdue invoices incur a late fee of 2% per month on the outstanding amount.",
+            "3. Approval. Invoices up to 5,000 euros are approved by the department head.",
+            "Invoices over 5,000 euros must be approved by the Chief Financial Officer, Helena Marques.",
+            "4. Disputes. A disputed invoice must be raised in writing within 10 working days."]
+
+
+@pytest.fixture
+def small_folder(tmp_path):
+    """A user trial's small folder: a garden handbook, an invoice policy (PDF), a Portuguese condominium's
+    rules, a building's bicycle room, laundry and pool notes. Its calibrated thresholds sit at the ceiling: the
+    word test decides."""
+    import pymupdf
+
+    folder = tmp_path / "small"
+    folder.mkdir()
+    (folder / "garden.md").write_text(GARDEN, encoding="utf-8")
+    (folder / "regulamento_condominio.md").write_text(CONDOMINIO, encoding="utf-8")
+    for name, text in CARETAKER.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    doc = pymupdf.open()
+    page = doc.new_page()
+    for i, line in enumerate(INVOICES):
+        page.insert_text((72, 72 + 20 * i), line, fontsize=11)
+    doc.save(folder / "invoice_policy.pdf")
+    return folder
+
+
+def test_far_out_a_passage_needs_more_of_the_question_words(make_engine, tmp_path, small_folder):
+    # The trial's most serious finding: "What is the monthly condominium fee?" answered with the invoice
+    # policy's late fee (54% of the words, at 0.764; the fee is in the Portuguese rules). Past the distance
+    # under which 5% of the unrelated questions find their nearest passage, the share needed rises.
+    engine = make_engine(small_folder, index_dir=tmp_path / "idx")
+    engine.sync()
+    question = "What is the monthly condominium fee?"
+    turn = engine.ask(question)
+    rule = turn.gated.rule
+    assert rule.rise_from < rule.rise_to == engine.settings.calibration_ceiling
+    assert engine.calibrated().languages["en"].rise_from == rule.rise_from
+    invoice = next(c for c in turn.gated.candidates if c.doc_name == "invoice_policy.pdf" and "late fee" in c.content)
+    assert invoice.distance > rule.rise_from and rule.min_support <= invoice.support < rule.needed_by(invoice)
+    assert turn.answer.refused and turn.gated.failed == SUPPORT, turn.answer.text
+    assert turn.gated.refusal.endswith("ask in Portuguese (the search looks for the question's own words)")
+    # Without the rise (rise_percentile 1: it never rises) the same passage was the answer.
+    flat = make_engine(small_folder, index_dir=tmp_path / "idx-flat", rise_percentile=1.0)
+    flat.sync()
+    bluff = flat.ask(question)
+    assert bluff.gated.rule.rise_from == math.inf and bluff.gated.rule.rising == ""
+    assert [c.doc_name for c in bluff.gated.kept] == ["invoice_policy.pdf"], bluff.gated.refusal
+    # Its own questions, in each language, still answer.
+    for asked, doc in (("What is the code of the tool shed?", "garden.md"),
+                       ("What is the late fee for overdue invoices?", "invoice_policy.pdf"),
+                       ("Qual é a quota mensal do condomínio?", "regulamento_condominio.md")):
+        kept = engine.ask(asked).gated.kept
+        assert kept and kept[0].doc_name == doc, asked
+    with pytest.raises(ValueError, match="rise_percentile must be a share"):
+        rag.load_settings(env={}, rise_percentile=1.5)
+
+
 # --- the engine, on the sample folder, at default settings -----------------------------------------------
 
 def test_chocolate_cake_and_peru_after_a_turn_are_refused_by_default(sample_engine):
