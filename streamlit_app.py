@@ -6,9 +6,11 @@ for all of them, in this order:
 - the chat this session shows: the one named in the URL (`?chat=`), so a reload keeps the conversation;
 - top of the sidebar: the folder box and "Add documents" (the uploader). The uploader sits here, before
   any page's own controls, so it is the same widget at the same place on every page: a drop finishes
-  uploading and is saved even when the person switches pages at once.
+  uploading and is saved even when the person switches pages at once. Right under it, the replace-or-keep
+  question for an upload whose name is taken, where the person just dropped it (a trial found it below the
+  page's own controls, its buttons cut short).
 - the page itself (its own sidebar controls, such as the chat's threshold slider, come next);
-- bottom of the sidebar: replace-or-keep questions for uploads, the upload log, the library's counts and
+- bottom of the sidebar: the upload log, the library's counts and
   the live indexing queue. The queue panel is drawn last because, when the queue empties, it redraws
   the whole app: anything drawn after it in this run (a question being asked) would be cut short.
 
@@ -30,6 +32,8 @@ ui.restore_chat()
 ui.folder_picker()
 ws = ui.workspace()
 ui_files.add_documents(ws)
+with st.sidebar:
+    ui_files.resolve_conflicts(ws)
 
 page = st.navigation([
     st.Page("app_pages/chat.py", title="Chat", icon=":material/chat:", default=True),
@@ -40,6 +44,6 @@ page = st.navigation([
 page.run()
 
 with st.sidebar:
-    ui_files.upload_questions(ws)
+    ui_files.upload_log()
     ui.library_status(ws)
     ui_files.queue_panel(ws)

@@ -62,11 +62,16 @@ def md_escape(text: str) -> str:
 VIEWER_PAGE = "app_pages/viewer.py"
 
 
+VERSION_CHARS = 12  # of the document's content hash, in a citation's viewer link
+
+
 def viewer_params(c: rag.Citation) -> dict[str, str]:
     """The viewer's address for a citation: the document (as the index names it), the quote's range, and
     this chat's id: an answer's [n] opens in a new tab, a new session, which would start an empty chat
     when the person goes back to Chat there."""
     out = {"doc": c.doc_name, "start": str(c.start), "end": str(c.end)}
+    if c.version:  # the version quoted: after the file changes, the viewer says the offsets are old
+        out["v"] = c.version[:VERSION_CHARS]
     if st.session_state.get("chat_id"):
         out["chat"] = st.session_state["chat_id"]
     return out

@@ -79,13 +79,6 @@ def add_documents(ws: Workspace) -> None:
     handle_uploads(ws, list(st.session_state.get("uploader") or []), source="upload")
 
 
-def upload_questions(ws: Workspace) -> None:
-    """Questions about uploads (replace a different file of the same name, or keep both) and the log of
-    uploads that could not be saved."""
-    resolve_conflicts(ws)
-    upload_log()
-
-
 def log_outcome(name: str, status: str, detail: str) -> None:
     st.session_state.setdefault("upload_log", []).insert(0, {"name": name, "status": status, "detail": detail})
 
@@ -225,13 +218,13 @@ def resolve_conflicts(ws: Workspace) -> None:
     conflicts = st.session_state.get("conflicts", [])
     for i, c in enumerate(list(conflicts)):
         st.warning(md_escape(c["message"]))
-        a, b, d = st.columns(3)
         choice = None
-        if a.button("Replace", key=f"conflict-replace-{c['id']}"):
+        # One under the other: three columns in the sidebar cut the labels short ("Repl…", "Keep…").
+        if st.button("Replace it", key=f"conflict-replace-{c['id']}", width="stretch"):
             choice = "replace"
-        if b.button("Keep both", key=f"conflict-rename-{c['id']}"):
+        if st.button("Keep both", key=f"conflict-rename-{c['id']}", width="stretch"):
             choice = "rename"
-        if d.button("Cancel", key=f"conflict-cancel-{c['id']}"):
+        if st.button("Cancel", key=f"conflict-cancel-{c['id']}", width="stretch"):
             conflicts.remove(c)
             log_outcome(c["name"], "skipped", "not saved: a different file has that name")
             st.rerun()
@@ -244,6 +237,17 @@ def resolve_conflicts(ws: Workspace) -> None:
             else:
                 index_paths(ws, [rel])
             st.rerun()
+
+
+def conflicts_note() -> None:
+    """In the chat: uploads waiting for the replace-or-keep choice, whose new text no answer can see yet
+    (a trial asked at once and was answered from the old file, with nothing saying why)."""
+    names = [c["name"] for c in st.session_state.get("conflicts", [])]
+    if names:
+        listed = ", ".join(names)
+        st.warning(md_escape(f"{listed}: a different file of that name is already in the folder. Choose in the "
+                             f"sidebar whether to replace it or keep both; until then, answers come from the "
+                             f"folder's own {listed}."), icon=":material/difference:")
 
 
 def upload_log(limit: int = 12) -> None:

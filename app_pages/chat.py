@@ -277,11 +277,15 @@ def fusion_note(result: rag.SearchResult) -> str:
     return note
 
 
-def citation_cards(turn_no: int, gated: rag.Gated, numbers: set[int] | None = None) -> None:
+def citation_cards(turn_no: int, gated: rag.Gated, numbers: set[int] | None = None,
+                   cited: set[int] | None = None) -> None:
     for c in gated.citations:
         if numbers is not None and c.n not in numbers:
             continue
         with st.container(border=True):
+            if cited is not None and c.n not in cited:
+                # A trial read a source listed under an answer that never cites it as part of the answer.
+                st.caption(f"[{c.n}] passed the tests, but the answer does not cite it")
             # The target of the answer's [n] links; only our own id goes through HTML here.
             st.markdown(f'<span id="{anchor(turn_no, c.n)}"></span>', unsafe_allow_html=True)
             st.markdown(f"**[{c.n}]** {ui.md_escape(c.doc_name)} · {ui.md_escape(c.locator)} · "
@@ -360,7 +364,8 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
                 title = "Sources the LLM read" if llm_refused else "Sources"
                 st.markdown(f"**{title}** · threshold {gated.threshold:.3f} · {len(gated.citations)} of "
                             f"{len(gated.candidates)} candidates kept")
-                citation_cards(turn_no, gated, read if llm_refused else None)
+                cited = set(ans.check.cited) if ans.check is not None and not ans.refused else None
+                citation_cards(turn_no, gated, read if llm_refused else None, cited)
         timing = turn["result"].timings_ms
         search_ms = sum(timing.values())
         answered = f" · {ans.mode} answer {ms:.0f} ms" if ans is not None else ""
@@ -437,6 +442,7 @@ st.title("Chat with your folder")
 st.caption(f"Folder: {ui.md_escape(str(engine.folder))} · answers come only from passages under the threshold "
            "that hold the question's own words; every answer shows its evidence, every refusal its reason.")
 ui_files.indexing_note(ws)
+ui_files.conflicts_note()
 
 if prompt_text:
     # A question asked with its attachment, or just after files were dropped in the sidebar, is most likely
@@ -470,7 +476,11 @@ if turns and (turns[-1].get("n") != int(candidates) or stale):
 
 if not turns:
     stats = engine.counts()
-    if stats.chunks == 0:
+    if stats.chunks == 0 and engine.indexing():
+        # The first start indexes the folder: "no indexed documents yet, drop files" read as an empty folder.
+        st.info("Indexing the folder's files. You can ask already: a question asked now is answered once "
+                "they are indexed.", icon=":material/hourglass_top:")
+    elif stats.chunks == 0:
         st.info("The folder has no indexed documents yet. Drop Markdown, text or PDF files in the sidebar.")
     else:
         st.info(f"{stats.indexed} documents, {stats.chunks} passages. Ask a question below.")

@@ -10,6 +10,7 @@ files are refused and nothing is read.
 - Markdown and text: the text around the passage as inert text (escaped, never rendered), the passage
   in a highlight, its section path above it; the whole document in an expander.
 - A file changed since it was indexed: a notice and a re-index button, and no mark.
+- A citation from an earlier version of the file (its link's `v`), indexed again since: a notice, no mark.
 
 Only numbers and our own markup go into HTML here; document text is escaped before it does.
 """
@@ -28,7 +29,7 @@ import ui
 ws = ui.workspace()
 engine = ws.engine
 params = st.query_params
-doc, start, end = params.get("doc"), params.get("start"), params.get("end")
+doc, start, end, version = params.get("doc"), params.get("start"), params.get("end"), params.get("v")
 
 
 def locate() -> rag.Located | None:
@@ -37,7 +38,7 @@ def locate() -> rag.Located | None:
         st.info("Open a document from a citation in the chat: each citation's number and card link here.")
         return None
     try:
-        return engine.locate(doc, int(start or -1), int(end or -1))
+        return engine.locate(doc, int(start or -1), int(end or -1), version=version)
     except (rag.ViewerError, ValueError) as exc:
         st.error(ui.md_escape(f"Cannot show this: {exc}"), icon=":material/block:")
         return None
@@ -56,6 +57,8 @@ def show(located: rag.Located) -> None:
             if st.button("Re-index this document", key="viewer_reindex", icon=":material/refresh:"):
                 engine.enqueue([located.path], source="viewer")
                 st.success("Queued for indexing.")
+        if located.outdated:
+            st.caption("Ask the question again in the chat to get citations into the current text.")
         return
 
     if located.kind == "pdf":

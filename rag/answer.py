@@ -42,7 +42,7 @@ from rag.chunk import prose_sentences
 from rag.citations import NO_ANSWER_SENTENCE, CitationCheck, check_citations, numbers_text
 from rag.embed import Embedder, count_tokens
 from rag.gate import Citation, Gated
-from rag.lexical import LANGUAGES, analyze, fold, question_terms, term_tokens
+from rag.lexical import LANGUAGES, analyze, fold, holds_value, question_terms, term_tokens
 from rag.llm import ChatClient, LLMError
 
 
@@ -129,14 +129,18 @@ def question_words_held(terms: Sequence[str], text: str) -> tuple[str, ...]:
 
     >>> terms = question_terms("At what time does the Ponta Azul lighthouse keeper log the tide?")
     >>> question_words_held(terms, "The lighthouse keeper of Ponta Azul logs the tide at 04:40 every morning.")
-    ('ponta', 'azul', 'lighthouse', 'keeper', 'log', 'tide')
+    ('time', 'ponta', 'azul', 'lighthouse', 'keeper', 'log', 'tide')
     >>> question_words_held(terms, "The harbour office opens at nine.")
     ()
+    >>> question_words_held(question_terms("How big are the plots?"), "Plots measure 3 by 6 metres.")
+    ('big', 'plots')
     """
     found: set[str] = set()
     for lang in LANGUAGES:
         tokens = set(analyze(text, lang))
         found.update(t for t in terms if t not in found and all(x in tokens for x in term_tokens(t, lang)))
+    # A word asking for a measure is held by a value of it, as in the support test ("How big?": "3 by 6 m").
+    found.update(t for t in terms if t not in found and holds_value(t, text))
     return tuple(t for t in terms if t in found)
 
 

@@ -78,7 +78,9 @@ def turn_to_json(turn: Turn) -> dict:
         "threshold": turn.gated.threshold,
         "threshold_source": turn.threshold.source if turn.threshold else None,
         "threshold_note": turn.threshold.note if turn.threshold else None,
-        "support_rule": dataclasses.asdict(turn.gated.rule),
+        # A share that never rises has its distances at infinity, which JSON cannot write: null.
+        "support_rule": {k: (None if isinstance(v, float) and math.isinf(v) else v)
+                         for k, v in dataclasses.asdict(turn.gated.rule).items()},
         "failed_test": turn.gated.failed,
         "missing_words": list(turn.gated.missing),
         "closest_distance": turn.gated.closest.distance if turn.gated.closest else None,

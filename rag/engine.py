@@ -379,14 +379,21 @@ class Engine:
         Anything else, a path with `..`, an absolute path, a file the library does not hold, is refused:
         the viewer serves only documents of this folder."""
         rec = next((r for r in self.library.all() if r.path == path), None) if isinstance(path, str) else None
-        if rec is None or rec.status not in VISIBLE:
+        if rec is None:
             raise ViewerError(f"{path!r} is not a document of this folder's index; nothing is shown")
+        if rec.status not in VISIBLE:
+            # Held by the library but not searchable: say which state, not "not a document" (a user trial
+            # read that beside the Library's "failed" row for the same file).
+            state = {"failed": "could not be indexed", "pending": "is waiting to be indexed"}.get(rec.status, rec.status)
+            why = f" ({rec.reason})" if rec.reason else ""
+            raise ViewerError(f"{path!r} {state}{why}; nothing is shown")
         return rec
 
-    def locate(self, path: str, start: int, end: int) -> Located:
-        """Where characters [start, end) of a document are, to show them marked (`rag.viewer`)."""
+    def locate(self, path: str, start: int, end: int, version: str | None = None) -> Located:
+        """Where characters [start, end) of a document are, to show them marked (`rag.viewer`); `version`:
+        the start of the content hash the citation quoted, when it carries one."""
         return locate(self.folder, self.document(path), start, end, max_chars=self.settings.max_chars,
-                      max_pages=self.settings.max_pages)
+                      max_pages=self.settings.max_pages, version=version)
 
     def document_bytes(self, path: str) -> bytes:
         """The bytes of a document of this folder (read-only; `document()` decides what may be read)."""

@@ -332,6 +332,7 @@ class Citation:
     end: int
     page: int | None
     section: str = ""  # the heading the passage sits under ("" when none)
+    version: str = ""  # the content hash of the document version quoted (the viewer checks it)
 
 
 @dataclass
@@ -351,7 +352,9 @@ class Gated:
     missing: tuple[str, ...] = ()
     closest_supported: Candidate | None = None  # the nearest candidate that passes the support test
     query: str = ""  # what was searched: a follow-up joined to the question before it
-    because: str = ""  # for SUPPORT: the rule the refusal names (WORDLESS, ABSENT, ELSEWHERE, UNNAMED, WORDS)
+    # For SUPPORT: the rule the refusal names (WORDLESS, ABSENT, ELSEWHERE, UNNAMED, WORDS); for DISTANCE:
+    # ABSENT when the question also names something the folder never mentions, else "".
+    because: str = ""
 
     @property
     def kept(self) -> list[Candidate]:
@@ -454,6 +457,7 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
             failed, refusal = DISTANCE, refusal_text(threshold, result.question)
             if result.absent_names:  # nor would any threshold let a passage through
                 refusal += f"; the folder never mentions {quoted(result.absent_names)}, which it names"
+                because = ABSENT  # the header says so, as it does when a passage was close (the reason)
         else:
             failed = SUPPORT
             # Words that none of the close passages holds, in the question's order.
@@ -502,5 +506,5 @@ def cite(kept: list[Candidate]) -> list[Citation]:
     return [Citation(n=i, chunk_id=c.chunk_id, doc_id=c.doc_id, doc_name=c.doc_name, title=c.title,
                      locator=locator(c), fragment=fragment(c), link=urlquote(c.doc_name) + fragment(c),
                      quote=c.content, distance=c.distance, start=c.start, end=c.end, page=c.page,
-                     section="" if c.section == f"Page {c.page}" else c.section)
+                     section="" if c.section == f"Page {c.page}" else c.section, version=c.version)
             for i, c in enumerate(kept, start=1)]

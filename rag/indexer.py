@@ -164,7 +164,8 @@ class Indexer:
                 cache[key] = self._tokens.get(key) or analyze(c.text, c.meta.get("lang", ""))
                 tokens.append(cache[key])
             self._tokens = cache
-            self.snapshot = Snapshot.build(chunks, docs, self.settings, tokens)
+            self.snapshot = Snapshot.build(chunks, docs, self.settings, tokens,
+                                           {d: r.content_hash for d, r in records.items()})
             self.content_key = sorted((r.doc_id, r.content_hash, r.chunks) for r in records.values()
                                       if r.status in VISIBLE)
             self.languages = languages_of(records.values())

@@ -231,6 +231,10 @@ _VALUES = {
     "frequency": r"\b((every|each|per|cada|por)\s+(\d+\s+|other\s+)?" + _PERIOD + r"|(todos|todas)\s+(os|as)\s+"
                  + _PERIOD + r"|daily|weekly|monthly|yearly|annually|once|twice|diariamente|semanalmente|mensalmente"
                  r"|anualmente|vezes|times)\b",
+    # "3 by 6 metres", "1.2 x 2.4 m", "40 m²", "2 hectares", "12 metros quadrados".
+    "size": r"(\b\d[\d.,]*\s*(by|x|×|por)\s*\d|" + _NUMBER + r"(m²|m2|km²|square\b|sq\b|hectares?\b|ha\b|acres?\b"
+            r"|mm\b|cm\b|m\b|km\b|metres?\b|meters?\b|centimet(re|er)s?\b|kilomet(re|er)s?\b|ft\b|feet\b|foot\b"
+            r"|inch(es)?\b|metros?\b|centímetros?\b|quilómetros?\b|quilômetros?\b))",
 }
 MEASURES = {"temperature": "temperature", "temperatura": "temperature", "celsius": "temperature",
             "fahrenheit": "temperature",
@@ -238,7 +242,12 @@ MEASURES = {"temperature": "temperature", "temperatura": "temperature", "celsius
             "preço": "cost", "preco": "cost",
             "time": "time", "hora": "time", "horas": "time", "horário": "time",
             "long": "duration", "duration": "duration", "duração": "duration", "tempo": "duration",
-            "often": "frequency", "frequently": "frequency", "frequência": "frequency"}
+            "often": "frequency", "frequently": "frequency", "frequência": "frequency",
+            "size": "size", "sizes": "size", "large": "size", "big": "size", "wide": "size", "width": "size",
+            "tall": "size", "height": "size", "dimensions": "size", "tamanho": "size", "largura": "size",
+            "dimensões": "size", "comprimento": "size"}  # not "area", "altura": "in what area", "nessa altura"
+# "How long is the lease?" asks for a duration, "How long is the bench?" for a size: either holds it.
+_ALSO = {"long": ("size",)}
 
 
 def holds_value(term: str, text: str) -> bool:
@@ -250,9 +259,13 @@ def holds_value(term: str, text: str) -> bool:
     (False, False)
     >>> holds_value("often", "Inspected every 7 months."), holds_value("often", "One beside each exit door.")
     (True, False)
+    >>> holds_value("size", "Standard plots measure 3 by 6 metres."), holds_value("long", "The bench is 2 m long.")
+    (True, True)
+    >>> holds_value("size", "There are 42 plots."), holds_value("large", "It is 5 minutes away.")
+    (False, False)
     """
-    kind = MEASURES.get(term)
-    return kind is not None and re.search(_VALUES[kind], text, re.IGNORECASE) is not None
+    kinds = (MEASURES[term],) + _ALSO.get(term, ()) if term in MEASURES else ()
+    return any(re.search(_VALUES[kind], text, re.IGNORECASE) is not None for kind in kinds)
 
 
 def term_tokens(term: str, lang: str) -> list[str]:

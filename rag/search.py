@@ -225,6 +225,9 @@ class Candidate:
     # The question has no word of its own to look for ("What is it?", "E então?", "Há ou à?": question
     # words and stopwords only): no passage can be shown to answer it, unless it refers to a code (rag.gate).
     wordless: bool = False
+    # The content hash of the document version the passage was read from: a citation's link carries it, so
+    # the viewer can tell an old answer's offsets from the current text's after the file changed.
+    version: str = ""
 
 
 @dataclass
@@ -281,6 +284,7 @@ class Snapshot:
     doc_of: np.ndarray | None = None
     vectors: np.ndarray | None = None  # row i is chunks[i]'s stored vector: distances without a round trip
     tokens: list[list[str]] | None = None  # row i is chunks[i]'s analysed text, as BM25 indexed it (feedback)
+    versions: dict[str, str] = field(default_factory=dict)  # doc_id -> content hash of the indexed version
 
     @functools.cached_property
     def languages(self) -> tuple[str, ...]:
@@ -290,14 +294,14 @@ class Snapshot:
 
     @classmethod
     def build(cls, chunks: list[StoredChunk], docs: dict[str, tuple[str, str, str]], settings: Settings,
-              tokens: Sequence[list[str]] | None = None) -> "Snapshot":
+              tokens: Sequence[list[str]] | None = None, versions: dict[str, str] | None = None) -> "Snapshot":
         if tokens is None:
             tokens = [analyze(c.text, c.meta.get("lang", "")) for c in chunks]
         lexical = LexicalIndex.build([c.text for c in chunks], [c.meta.get("lang", "") for c in chunks],
                                      k1=settings.bm25_k1, b=settings.bm25_b, tokens=tokens)
         vectors = np.stack([c.vector for c in chunks]) if chunks else np.zeros((0, 0), dtype=np.float32)
         return cls(chunks, lexical, docs, {c.id: i for i, c in enumerate(chunks)},
-                   np.array([c.doc_id for c in chunks], dtype=object), vectors, list(tokens))
+                   np.array([c.doc_id for c in chunks], dtype=object), vectors, list(tokens), dict(versions or {}))
 
 
 def dense_top(snapshot: Snapshot, qv: np.ndarray, n: int,
@@ -534,6 +538,7 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             subject_support=on_subject, wordless=not terms,
             subject_in_document=None if on_subject is None
             else on_subject > 0 or subject_in_document(sc.doc_id, m.get("lang", "")),
+            version=snapshot.versions.get(sc.doc_id, ""),
         ))
     lap("support")
     return SearchResult(question=question, query=query, candidates=candidates, weights=weights,

@@ -12,7 +12,9 @@ what a person can look at:
   per line, on each page the passage touches (both sides of a page break).
 
 A file whose bytes no longer match the indexed ones (its hash differs) is reported as changed, and nothing
-is marked: the offsets belong to the old text. When the PDF's text cannot be rebuilt identically, the
+is marked: the offsets belong to the old text. So is a citation made from an earlier version of a file
+indexed again since (its link's `version` is not the start of the record's hash): the offsets are the old
+text's, and marking them in the new one would mark something else. When the PDF's text cannot be rebuilt identically, the
 viewer says so rather than mark something else.
 
 What it does not do: render HTML or images (the app does; `render_page()` gives a page as PNG), or take
@@ -58,6 +60,7 @@ class Located:
     text: str = ""  # the canonical text (empty when it could not be read)
     section: str = ""
     changed: bool = False  # the file differs from the one indexed: nothing is marked
+    outdated: bool = False  # the citation quoted an earlier version, indexed again since: nothing is marked
     problem: str = ""  # why the quote cannot be marked exactly ('' when it can)
     marks: list[Mark] = field(default_factory=list)  # PDFs
     pages: int = 0
@@ -71,8 +74,10 @@ class Located:
         return f"#page={self.first_page}" if self.kind == "pdf" and self.first_page else f"#char={self.start},{self.end}"
 
 
-def locate(folder: Path, record, start: int, end: int, *, max_chars: int = 5_000_000, max_pages: int = 2000) -> Located:
-    """Locate [start, end) of a library record's document (`rag.library.DocRecord`) in its file."""
+def locate(folder: Path, record, start: int, end: int, *, max_chars: int = 5_000_000, max_pages: int = 2000,
+           version: str | None = None) -> Located:
+    """Locate [start, end) of a library record's document (`rag.library.DocRecord`) in its file; `version`:
+    the start of the content hash of the version the citation quoted (None: not known, not checked)."""
     folder = Path(folder).resolve()
     target = (folder / record.path).resolve()
     if folder not in target.parents:
@@ -82,6 +87,11 @@ def locate(folder: Path, record, start: int, end: int, *, max_chars: int = 5_000
         data = target.read_bytes()
     except OSError as exc:
         out.problem = f"the file cannot be read: {exc.strerror or exc}"
+        return out
+    if version and record.content_hash and not record.content_hash.startswith(version):
+        out.outdated = True
+        out.problem = ("the file changed since this answer quoted it, and was indexed again: the quoted "
+                       "characters' place in the new text is not known")
         return out
     if record.content_hash and hashlib.sha256(data).hexdigest() != record.content_hash:
         out.changed = True

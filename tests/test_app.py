@@ -167,8 +167,14 @@ def test_question_shows_answer_citations_distances_and_table(engine):
     assert any(re.fullmatch(r"link: .+\.md#char=\d+,\d+", plain(c.value)) for c in at.caption)
 
     frame = table(at)
-    assert list(frame.columns) == ["fused", "score", "dense", "BM25", "distance", "margin", "support", "lacks",
-                                   "document", "section", "preview", "verdict"]
+    # A source the answer does not cite says so on its card; a cited one does not.
+    quoted = {n for n, _, _, _ in picked}
+    uncited = {int(m[1]) for c in at.caption if (m := re.match(r"\[(\d+)\] passed the tests, but the answer does not cite it",
+                                                                plain(c.value)))}
+    assert uncited == {n for n, _, _ in cites} - quoted
+
+    assert list(frame.columns) == ["fused", "score", "dense", "BM25", "distance", "margin", "support", "needs",
+                                   "lacks", "document", "section", "preview", "verdict"]
     assert len(frame) == 20
     assert list(frame["fused"]) == list(range(1, 21))
     assert list(frame["score"]) == sorted(frame["score"], reverse=True)  # the fused rank follows the fused score
@@ -185,6 +191,8 @@ def test_question_shows_answer_citations_distances_and_table(engine):
     # Every row under the threshold that was not kept failed the support test, and says which words it lacks.
     lacking = frame[frame["verdict"] == "lacks the question's words"]
     assert (lacking["lacks"].str.len() > 0).all() and (kept["support"] > 0).all()
+    # Each row's needed share is shown: the kept ones hold it (support is floored to whole percents).
+    assert (kept["support"] >= kept["needs"] - 0.01).all() and frame["needs"].between(0, 1).all()
 
 
 def test_slider_regates_without_searching_again(engine):
@@ -397,7 +405,10 @@ def test_name_conflict_asks_then_keeps_both(engine, folder):
     assert any("a different file named uploading.md is already in the folder" in plain(w.value)
                for w in at.sidebar.warning)
     assert (folder / "uploading.md").read_bytes() == original  # nothing overwritten while asking
+    # The chat says so too: until the choice, answers come from the folder's own uploading.md.
+    assert any("Choose in the sidebar whether to replace it or keep both" in plain(w.value) for w in at.main.warning)
     at.sidebar.button(key=next(b.key for b in at.sidebar.button if b.label == "Keep both")).click().run()
+    assert not any("Choose in the sidebar" in plain(w.value) for w in at.main.warning)
     assert (folder / "uploading.md").read_bytes() == original
     assert (folder / "uploading-2.md").exists()
     assert engine.queue.wait_idle(60)

@@ -628,6 +628,9 @@ def test_a_question_naming_what_the_folder_never_mentions_has_no_evidence(make_e
         # In English, Heron's note is close and holds the question's other words: only the name refuses it.
         # In Portuguese it is over the threshold too, and the refusal says both.
         said = absent_text(question, absent)
+        # Whichever test failed, the refusal's header says what the question names (a user trial saw "nothing
+        # passed the threshold" over the English Peru refusal, "names something…" over the Portuguese one).
+        assert turn.gated.reason == "the question names something the folder never mentions"
         if turn.gated.failed == SUPPORT:
             assert turn.gated.refusal == said and rag.UNSUPPORTED in turn.gated.verdicts
         else:

@@ -13,6 +13,7 @@ import pymupdf
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import ui
 from rag import ViewerError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,3 +155,39 @@ def test_viewer_page_says_a_changed_file_changed_and_offers_a_reindex(indexed, m
     at.button(key="viewer_reindex").click().run()
     # Queued (the app's own engine over this index may already be working on it).
     assert indexed.queue.get("guide.md").state in ("queued", "extracting", "embedding", "indexed")
+
+
+def test_a_citation_from_an_earlier_version_is_not_marked_in_the_new_text(indexed, monkeypatch):
+    # A user trial: an old answer's link into garden.md, after the file was edited and indexed again, marked
+    # the same character range of the new text (spilling into the next heading) beside a quote the page no
+    # longer held. The link carries the quoted version; the viewer compares it with the indexed one.
+    turn = indexed.ask("How large may a single upload be?", threshold=1.0)
+    cited = next(c for c in turn.gated.citations if c.doc_name == "guide.md")
+    record = indexed.document("guide.md")
+    assert cited.version == record.content_hash
+    params = ui.viewer_params(cited)
+    assert params["v"] == record.content_hash[:ui.VERSION_CHARS]
+    now = indexed.locate("guide.md", cited.start, cited.end, version=params["v"])
+    assert now.quote == cited.quote and not now.outdated and not now.problem
+
+    (indexed.folder / "guide.md").write_text(
+        "# Guide\n\n## Uploads\n\nDrop files in the sidebar, or attach them to a question.\n\n## Limits\n\n"
+        "A single upload may be at most 80 MB.\n", encoding="utf-8")
+    indexed.sync()
+    assert indexed.document("guide.md").content_hash != record.content_hash  # indexed again
+    old = indexed.locate("guide.md", cited.start, cited.end, version=params["v"])
+    assert old.outdated and "changed since this answer quoted it" in old.problem
+    assert old.quote == "" and old.marks == []
+    at = viewer(indexed, monkeypatch, doc="guide.md", start=str(cited.start), end=str(cited.end), v=params["v"])
+    assert not at.exception, at.exception
+    assert any("changed since this answer quoted it" in w.value for w in at.warning)
+    assert any("Ask the question again" in c.value for c in at.caption)
+    assert not at.get("html")  # nothing marked
+
+
+def test_a_failed_document_is_named_as_failed_with_its_reason(indexed):
+    (indexed.folder / "broken.pdf").write_bytes(b"%PDF-1.4 not really a pdf" + bytes(range(256)))
+    indexed.sync()
+    assert next(d for d in indexed.documents() if d.path == "broken.pdf").status == "failed"
+    with pytest.raises(ViewerError, match=r"'broken.pdf' could not be indexed \(.+\); nothing is shown"):
+        indexed.locate("broken.pdf", 0, 5)
