@@ -377,7 +377,8 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
         with st.expander(f"Retrieval: {len(gated.candidates)} candidates, {kept} kept", expanded=live):
             close = (f" ({rule.relaxation}, nearer than any unrelated question comes to this folder"
                      + (f"; {rule.rising}, where unrelated questions start to find passages" if rule.rising else "")
-                     + ")" if rule.relaxation else " (no lower share for close passages until the folder is calibrated)")
+                     + ")" if rule.relaxation
+                     else " (no lower share for close passages until the folder is calibrated)")
             st.caption(f"Evidence: cosine distance ≤ {gated.threshold:.3f} and support ≥ {rule.min_support:.0%} of "
                        f"the question's words{close}. Words looked for: "
                        + (ui.md_escape(", ".join(turn["result"].terms)) or "none")

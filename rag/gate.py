@@ -10,7 +10,10 @@ tests, in this order:
    found in the passage (`Candidate.support`, computed by search) is at least `SupportRule.min_support`
    (half), or, for a passage closer than any unrelated question comes to this folder
    (`SupportRule.close`, from the calibration), at least `SupportRule.close_support`: a close paraphrase
-   may use its own words, a far one may not.
+   may use its own words, a far one may not. Farther than most unrelated questions' nearest passages
+   (`SupportRule.rise_from`, from the calibration) the share needed rises, to every word at the calibration
+   ceiling (`rise_to`): out there half the words is as likely a near miss ("What is the monthly condominium
+   fee?" and an invoice policy's late fee) as an answer.
 
 A question that names something the folder never mentions (`Candidate.absent_names`: "Falcon" in "When
 does Project Falcon go live?", "YouTube", "Peru", written as names, with no word of the folder one letter
@@ -82,8 +85,9 @@ OFF_SUBJECT = "lacks the earlier question's subject"
 
 # Names the version of the tests below: a change to them recalibrates every folder (part of the calibration's
 # fingerprint), since the calibrated threshold is chosen with them.
-GATE_RULES = ("support-7: far out the share needed rises to every word; a measure word is held by a value of it; a follow-up's subject may be held by the "
-              "passage's document; a name the folder never mentions fails every passage (an acronym: no close relaxation); "
+GATE_RULES = ("support-7: far out the share needed rises to every word; a measure word is held by a value of "
+              "it; a follow-up's subject may be held by the passage's document; a name the folder never mentions "
+              "fails every passage (an acronym: no close relaxation); "
               "a passage lacking a name the folder uses fails; a question with no word of its own fails every "
               "passage; a held code passes the support test")
 
