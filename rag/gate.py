@@ -200,8 +200,9 @@ def other_language_hint(question_lang: str, passage_langs: Sequence[str],
     does not even find it). Stronger when every close passage (`passage_langs`) is in that language. ""
     when the question's language is unclear or the folder holds no other.
 
-    >>> other_language_hint("en", ["pt", "pt"])
-    '. The passages under the threshold are in Portuguese and the question in English: ask in Portuguese.'
+    >>> print(other_language_hint("en", ["pt", "pt"]))  # doctest: +NORMALIZE_WHITESPACE
+    . The passages under the threshold are in Portuguese and the question in English: if the answer is in
+    them, ask in Portuguese (the search looks for the question's own words)
     >>> print(other_language_hint("en", ["en"], ["en", "pt"]))  # doctest: +NORMALIZE_WHITESPACE
     . The folder also holds passages in Portuguese: if the answer is there, ask in Portuguese (the search looks
     for the question's own words)
@@ -214,7 +215,10 @@ def other_language_hint(question_lang: str, passage_langs: Sequence[str],
     asked = LANGUAGE_NAMES.get(question_lang, question_lang)
     if langs and question_lang not in langs and "" not in langs:
         names = " and ".join(LANGUAGE_NAMES.get(x, x) for x in sorted(langs))
-        return f". The passages under the threshold are in {names} and the question in {asked}: ask in {names}."
+        # Conditional: an off-folder English question meets only Portuguese passages under the threshold too
+        # (they sit nearer everything), and "ask in Portuguese" alone read as "the answer is there".
+        return (f". The passages under the threshold are in {names} and the question in {asked}: if the answer "
+                f"is in them, ask in {names} (the search looks for the question's own words)")
     others = [x for x in folder_langs if x and x != question_lang]
     if not others:
         return ""

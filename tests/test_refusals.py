@@ -275,7 +275,8 @@ def test_a_refusal_on_support_says_when_the_passages_are_in_another_language(mak
         "cada mês por transferência bancária.\n")})
     english = engine.ask("Can I keep a dog at home?", threshold=1.0)
     assert english.result.language == "en" and english.gated.failed == SUPPORT
-    assert english.gated.refusal.endswith("are in Portuguese and the question in English: ask in Portuguese.")
+    assert english.gated.refusal.endswith("are in Portuguese and the question in English: if the answer is in them, "
+                                          "ask in Portuguese (the search looks for the question's own words)")
     portuguese = engine.ask("Posso ter um cão no locado?", threshold=1.0)
     assert not portuguese.answer.refused, portuguese.gated.refusal
     cake = engine.ask("Qual é a receita do bolo de chocolate?", threshold=1.0)  # same language: no such hint
