@@ -216,11 +216,12 @@ class Calibration:
         """The support test for a question language (an unclear one: the smallest close distance)."""
         closes = [c.close for c in self.languages.values()]
         close = self.languages[lang].close if lang in self.languages else min(closes, default=-1.0)
-        # An unclear language: the earliest rise of any, the strictest.
-        rises = [(c.rise_from, c.rise_to) for c in self.languages.values() if c.rise_from is not None]
         mine = self.languages.get(lang)
-        rise = ((mine.rise_from, mine.rise_to) if mine is not None and mine.rise_from is not None
-                else None if mine is not None else min(rises, default=None))
+        if mine is not None:
+            rise = (mine.rise_from, mine.rise_to) if mine.rise_from is not None else None
+        else:  # an unclear language: the earliest rise of any, the strictest
+            rise = min(((c.rise_from, c.rise_to) for c in self.languages.values() if c.rise_from is not None),
+                       default=None)
         if rise is None:
             return SupportRule(min_support, close, close_support)
         return SupportRule(min_support, close, close_support, rise[0], rise[1])

@@ -1094,3 +1094,18 @@ def test_a_unit_written_with_a_capital_is_a_measure_not_an_absent_name(make_engi
     turn = engine.ask("What is the turbine entry temperature of a steam turbine, in degrees Celsius?")
     assert turn.result.absent_names == () and turn.result.unknown_names == ()
     assert any("565 °C" in c.content for c in turn.gated.kept), turn.gated.refusal
+
+
+def test_the_rise_of_a_calibrated_language_and_of_an_unclear_one():
+    from rag.calibration import Calibration, LanguageCalibration
+
+    def lang(code, rise):
+        return LanguageCalibration(code, 0.8, 0.4, 0.05, 400, 1, (), "ceiling", rise, None if rise is None else 0.8)
+
+    cal = Calibration("f", 0.5, {"en": lang("en", 0.7), "pt": lang("pt", 0.5)})
+    assert (cal.rule("en", 0.5, 0.2).rise_from, cal.rule("pt", 0.5, 0.2).rise_from) == (0.7, 0.5)
+    assert cal.rule("", 0.5, 0.2).rise_from == 0.5  # unclear: the earliest, the strictest
+    flat = Calibration("f", 0.5, {"en": lang("en", None)})
+    assert flat.rule("en", 0.5, 0.2).rising == "" and flat.rule("", 0.5, 0.2).needed(0.79) == 0.5
+    # Stored and read back with the rest of the calibration.
+    assert Calibration.from_json(cal.to_json()).rule("en", 0.5, 0.2) == cal.rule("en", 0.5, 0.2)
