@@ -193,8 +193,8 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
         # Whole percents, rounded down: "29%", not "29.24%" beside "100%", and 49.9% (refused for holding
         # under 50%) reads "49%", not "50%".
         "support": rag.floored(c.support),
-        # By its distance: less when close, more far out. Whole percents rounded up: 99.56% needed is "100%".
-        "needs": math.ceil(gated.rule.needed_by(c) * 100 - 1e-9) / 100,
+        # By its distance: less when close, more far out; rounded up, so 66.7% needed never reads "66%".
+        "needs": rag.ceiled(gated.rule.needed_by(c)),
         "lacks": ", ".join(c.missing),
         "document": c.doc_name,
         "section": ui.one_line(c.section or c.title, 60),
@@ -375,10 +375,11 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
                    + ("" if live else f" · answered at threshold {t_threshold:.3f}"))
         kept = sum(1 for v in gated.verdicts if v == rag.KEPT)
         with st.expander(f"Retrieval: {len(gated.candidates)} candidates, {kept} kept", expanded=live):
-            close = (f" ({rule.relaxation}, nearer than any unrelated question comes to this folder"
-                     + (f"; {rule.rising}, where unrelated questions start to find passages" if rule.rising else "")
-                     + ")" if rule.relaxation
-                     else " (no lower share for close passages until the folder is calibrated)")
+            if rule.relaxation:
+                rising = f"; {rule.rising}, where unrelated questions start to find passages" if rule.rising else ""
+                close = f" ({rule.relaxation}, nearer than any unrelated question comes to this folder{rising})"
+            else:
+                close = " (no lower share for close passages until the folder is calibrated)"
             st.caption(f"Evidence: cosine distance ≤ {gated.threshold:.3f} and support ≥ {rule.min_support:.0%} of "
                        f"the question's words{close}. Words looked for: "
                        + (ui.md_escape(", ".join(turn["result"].terms)) or "none")

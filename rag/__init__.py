@@ -38,7 +38,7 @@ from rag.uploads import UploadConflict, UploadError, safe_name  # noqa: E402
 from rag.extract import ExtractionError, Extracted, extract, extract_bytes  # noqa: E402
 from rag.calibration import Calibration, LanguageCalibration  # noqa: E402
 from rag.gate import (CAPPED, DISTANCE, EMPTY, KEPT, OFF_SUBJECT, OVER, SUPPORT, UNSUPPORTED, Citation, Gated,  # noqa: E402
-                      SupportRule, floored, gate, locator, quoted, refusal_text)
+                      SupportRule, ceiled, floored, gate, locator, quoted, refusal_text)
 from rag.library import DocRecord, Stamp  # noqa: E402
 from rag.llm import ChatClient, LLMError  # noqa: E402
 from rag.search import Candidate, Fused, SearchResult, fuse, rrf  # noqa: E402
@@ -52,7 +52,7 @@ __all__ = [
     "Calibration", "DISTANCE", "EMPTY", "LanguageCalibration", "SUPPORT", "SupportRule", "ThresholdChoice",
     "UNSUPPORTED", "OFF_SUBJECT", "Located", "Mark", "ViewerError",
     "Answer", "CAPPED", "Candidate", "ChosenSentence", "Chunk", "Citation", "DocRecord", "Embedder", "Engine",
-    "ExtractionError", "Extracted", "ExtractiveGenerator", "FileOutcome", "floored", "locator", "quoted", "Gated", "Generator", "KEPT",
+    "ExtractionError", "Extracted", "ExtractiveGenerator", "FileOutcome", "ceiled", "floored", "locator", "quoted", "Gated", "Generator", "KEPT",
     "LibraryStats", "OVER", "SearchResult", "Settings", "Stamp", "StoreError", "Strategy", "SyncReport", "Turn",
     "UploadConflict", "UploadError", "answer", "chunk_document", "count_tokens", "extract", "extract_bytes", "gate",
     "load_embedder", "load_settings", "refusal_text", "rrf", "safe_name", "strategy", "unwrap", "Fused", "fuse",

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rag.engine import Engine, Turn
-from rag.gate import percent
+from rag.gate import ceiled, percent
 from rag.settings import Settings, load_settings
 
 
@@ -146,7 +146,7 @@ def print_turn(turn: Turn) -> None:
     for c, v in zip(g.candidates, g.verdicts):
         lacks = f"  (lacks: {', '.join(c.missing)})" if c.missing else ""
         print(f"{c.fused_rank:>5} {_fmt(c.dense_rank):>5} {_fmt(c.bm25_rank):>5} {c.distance:6.3f} {percent(c.support):>5} "
-              f"{math.ceil(rule.needed_by(c) * 100 - 1e-9):>4d}%  "  # up: 66.7% needed is not "66%"
+              f"{round(ceiled(rule.needed_by(c)) * 100):>4d}%  "
               f"{v:<26} {c.doc_name}{' / ' + c.section if c.section else ''}{lacks}")
 
 

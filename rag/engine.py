@@ -276,7 +276,8 @@ class Engine:
         key = [self.embedder.name, self.embedder.dimension, self.strategy.version, s.candidates, s.rrf_k, s.bm25_k1,
                s.bm25_b, s.fusion, s.feedback, FEEDBACK_RULE, s.dense_weight, s.dense_weight_unread, s.bm25_weight,
                tuple(self.embedder.languages), sorted(self._languages), self._main_language(), s.min_support,
-               s.close_support, s.close_percentile, s.rise_percentile, s.calibration_budget, s.calibration_floor, s.calibration_ceiling,
+               s.close_support, s.close_percentile, s.rise_percentile, s.calibration_budget, s.calibration_floor,
+               s.calibration_ceiling,
                questions_digest(), GATE_RULES, self.indexer.content_key]
         return hashlib.sha1(repr(key).encode("utf-8")).hexdigest()
 

@@ -113,6 +113,16 @@ def floored(share: float) -> float:
     return math.floor(share * 100 + 1e-7) / 100
 
 
+def ceiled(share: float) -> float:
+    """A needed share rounded up to whole percents: a passage needing 66.7% must not read "66%" beside a
+    support of 66% that fails it.
+
+    >>> ceiled(0.6667), ceiled(0.5000000001), ceiled(0.9956)
+    (0.67, 0.5, 1.0)
+    """
+    return math.ceil(share * 100 - 1e-7) / 100
+
+
 def percent(share: float) -> str:
     """`floored` as text.
 

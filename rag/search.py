@@ -391,6 +391,7 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     query = query or question
     n = settings.candidates
     weights = weights or {"dense": settings.dense_weight, "bm25": settings.bm25_weight}
+    language = question_language(question)
     t = time.perf_counter()
     timings: dict[str, float] = {}
 
@@ -433,7 +434,7 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
         # ranks and scores; every distance stays the question's own, which is what the gate reads.
         kept = settings.feedback
         top_rows = [snapshot.pos[cid] for cid in order[:kept]]
-        qv2, bag, expansion = feedback(snapshot, query, qv, top_rows, question_language(question))
+        qv2, bag, expansion = feedback(snapshot, query, qv, top_rows, language)
         bm25_2 = snapshot.lexical.top(bag, n, mask)
         rows2, dist2 = dense_top(snapshot, qv2, n, mask)
         dense_2 = [(snapshot.chunks[i].id, float(dist2[i])) for i in rows2]
@@ -544,5 +545,5 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     return SearchResult(question=question, query=query, candidates=candidates, weights=weights,
                         timings_ms=timings, searched_chunks=len(snapshot.chunks), terms=terms,
                         unknown_names=unknown, absent_names=absent, subject=subject,
-                        language=question_language(question), fusion=settings.fusion,
+                        language=language, fusion=settings.fusion,
                         kept_first=kept, expansion=expansion, folder_languages=snapshot.languages)

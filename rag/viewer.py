@@ -14,8 +14,8 @@ what a person can look at:
 A file whose bytes no longer match the indexed ones (its hash differs) is reported as changed, and nothing
 is marked: the offsets belong to the old text. So is a citation made from an earlier version of a file
 indexed again since (its link's `version` is not the start of the record's hash): the offsets are the old
-text's, and marking them in the new one would mark something else. When the PDF's text cannot be rebuilt identically, the
-viewer says so rather than mark something else.
+text's, and marking them in the new one would mark something else. When the PDF's text cannot be rebuilt
+identically, the viewer says so rather than mark something else.
 
 What it does not do: render HTML or images (the app does; `render_page()` gives a page as PNG), or take
 a path from outside: the document is named by its path relative to the folder, and only a document the
@@ -83,15 +83,15 @@ def locate(folder: Path, record, start: int, end: int, *, max_chars: int = 5_000
     if folder not in target.parents:
         raise ViewerError(f"{record.path} is not inside the folder")
     out = Located(record.path, record.kind, record.title, start, end)
-    try:
-        data = target.read_bytes()
-    except OSError as exc:
-        out.problem = f"the file cannot be read: {exc.strerror or exc}"
-        return out
     if version and record.content_hash and not record.content_hash.startswith(version):
         out.outdated = True
         out.problem = ("the file changed since this answer quoted it, and was indexed again: the quoted "
                        "characters' place in the new text is not known")
+        return out
+    try:
+        data = target.read_bytes()
+    except OSError as exc:
+        out.problem = f"the file cannot be read: {exc.strerror or exc}"
         return out
     if record.content_hash and hashlib.sha256(data).hexdigest() != record.content_hash:
         out.changed = True
