@@ -38,7 +38,6 @@ import streamlit as st
 import rag
 import rag.citations
 
-UPLOAD_TYPES = ["md", "markdown", "txt", "pdf"]
 # Settings read per question, not when the index is opened: changing them never opens another engine.
 QUERY_TIME = ("threshold", "max_chunks", "candidates", "answer_mode", "answer_sentences", "llm_base_url",
               "llm_model", "llm_api_key", "llm_timeout_s", "llm_context_tokens")

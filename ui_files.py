@@ -21,7 +21,7 @@ from typing import Iterable
 import streamlit as st
 
 import rag
-from ui import UPLOAD_TYPES, Workspace, md_escape
+from ui import Workspace, md_escape
 
 
 # --- uploads ------------------------------------------------------------------------------------------
@@ -70,7 +70,9 @@ def add_documents(ws: Workspace) -> None:
     engine = ws.engine
     st.sidebar.subheader("Add documents")
     st.sidebar.file_uploader(
-        "Markdown, text or PDF", type=UPLOAD_TYPES, accept_multiple_files=True, key="uploader",
+        # No `type=` filter: Streamlit's own refusal of a .docx names its MIME type; ours names the types
+        # the folder takes ("report.docx: failed, unsupported type; supported: .markdown, .md, .pdf, .txt").
+        "Markdown, text or PDF", accept_multiple_files=True, key="uploader",
         on_change=lambda: handle_uploads(ws, list(st.session_state.get("uploader") or []), source="upload"),
         help=f"Saved into {engine.folder} and queued for indexing (in the background: keep asking "
              f"meanwhile). Up to {engine.settings.max_upload_mb} MB each.")
@@ -101,7 +103,8 @@ def handle_uploads(ws: Workspace, files: Iterable, source: str = "upload") -> li
                 st.session_state.setdefault("conflicts", []).append(
                     {"name": f.name, "data": data, "message": str(exc), "id": fid})
             else:
-                log_outcome(f.name, "failed", str(exc))
+                # The message names the file first ("minutes.docx: unsupported type; …"); the log names it too.
+                log_outcome(f.name, "failed", str(exc).split(": ", 1)[-1])
     if saved:
         index_paths(ws, saved, source)
         st.session_state.setdefault("session_uploads", []).extend(saved)

@@ -52,7 +52,7 @@ turns: list[dict] = st.session_state["turns"]  # this chat's, kept across reload
 
 # Read first, so that files attached in the chat are indexed (and reported) before the question is asked.
 prompt = st.chat_input("Ask a question about your documents (you can attach files too)",
-                       accept_file="multiple", file_type=ui.UPLOAD_TYPES, key="chat")
+                       accept_file="multiple", key="chat")  # any type: see ui_files.add_documents
 prompt_text = ((prompt if isinstance(prompt, str) else prompt.text) or "").strip() if prompt is not None else ""
 prompt_files = [] if prompt is None or isinstance(prompt, str) else list(prompt.files or [])
 
