@@ -41,6 +41,7 @@ import numpy as np
 from rag.chunk import prose_sentences
 from rag.citations import NO_ANSWER_SENTENCE, CitationCheck, check_citations, numbers_text
 from rag.embed import Embedder, count_tokens
+from rag.followup import referred_words
 from rag.gate import Citation, Gated
 from rag.lexical import LANGUAGES, analyze, fold, holds_value, question_terms, term_tokens
 from rag.llm import ChatClient, LLMError
@@ -155,10 +156,11 @@ def sentence_support(terms: Sequence[str], text: str) -> float:
 
 class ExtractiveGenerator:
     name = "extractive"
-    # A follow-up's sentences are picked by the question as asked, not by its searched form (the earlier
-    # question joined to it): the search already brought the context's passages, the gate judged them on the
-    # follow-up's own words, and the joined form would pick the earlier question's answer again ("And how
-    # many birds are in the colony?" after "Where does the heron migrate?" answered with the migration).
+    # A follow-up's sentences are picked by the question as asked first, by its own words, and only then by
+    # its searched form (the earlier question joined to it; `ranked`): the search already brought the
+    # context's passages, the gate judged them on the follow-up's own words, and the joined form alone would
+    # pick the earlier question's answer again ("And how many birds are in the colony?" after "Where does the
+    # heron migrate?" answered with the migration). `answer()` passes it the searched form as `searched`.
     answers_as_asked = True
 
     def __init__(self, embedder: Embedder, max_sentences: int = 3, min_words: int = 3,
@@ -169,9 +171,16 @@ class ExtractiveGenerator:
         self.rule = rule
         self.last_chosen: list[ChosenSentence] = []
 
-    def ranked(self, question: str, citations: list[Citation]) -> list[ChosenSentence]:
+    def ranked(self, question: str, citations: list[Citation], searched: str | None = None) -> list[ChosenSentence]:
         """Every sentence of the kept chunks (the same words once; very short ones left out when their
-        chunk has others), best cosine similarity first, each with its lexical support."""
+        chunk has others), best cosine similarity first, each with its lexical support.
+
+        `searched`: a follow-up's searched form (the earlier question joined to it). Its sentences are then
+        ranked by how many of the follow-up's own words they hold first, and by closeness to the searched
+        form among equals: closeness to the follow-up alone ("And under that amount?") reads no subject and
+        found the late fee "on the outstanding amount" beside the approval rule asked about; closeness to
+        the searched form alone finds the earlier answer again. A word the follow-up only points back with
+        ("that amount": `rag.followup.referred_words`) is not one of its own."""
         pool: list[tuple[int, int, int, str]] = []
         heads: list[str] = []
         seen: set[str] = set()
@@ -192,14 +201,19 @@ class ExtractiveGenerator:
         # Each sentence is read under its heading, as a reader would: "Lead: Tomasz Vierling." answers "Who
         # leads Project Heron?" under "Project Heron", and alone it names no project at all.
         read = [f"{h}: {p[3]}" if h else p[3] for h, p in zip(heads, pool)]
-        vecs = self.embedder.embed_cached([question] + read)
+        vecs = self.embedder.embed_cached([searched or question] + read)
         sims = vecs[1:] @ vecs[0]
         terms = question_terms(question)
+        if searched:
+            pointing = referred_words(question)
+            terms = [t for t in terms if fold(t) not in pointing]
         out = []
         for i in np.argsort(-sims, kind="stable"):
             held = question_words_held(terms, read[i])
             out.append(ChosenSentence(pool[i][0], pool[i][3], float(sims[i]), pool[i][1], pool[i][2],
                                       len(held) / len(terms) if terms else 1.0, held))
+        if searched:
+            out.sort(key=lambda c: -c.support)  # stable: closeness among equals
         return out
 
     def select(self, ranked: Sequence[ChosenSentence], rule: AnswerRule | None = None) -> list[ChosenSentence]:
@@ -230,11 +244,11 @@ class ExtractiveGenerator:
                 break
         return sorted(chosen, key=lambda c: (c.n, c.start))
 
-    def choose(self, question: str, citations: list[Citation]) -> list[ChosenSentence]:
-        return self.select(self.ranked(question, citations))
+    def choose(self, question: str, citations: list[Citation], searched: str | None = None) -> list[ChosenSentence]:
+        return self.select(self.ranked(question, citations, searched))
 
-    def generate(self, question: str, citations: list[Citation]) -> Iterator[str]:
-        self.last_chosen = self.choose(question, citations)
+    def generate(self, question: str, citations: list[Citation], searched: str | None = None) -> Iterator[str]:
+        self.last_chosen = self.choose(question, citations, searched)
         for i, c in enumerate(self.last_chosen):
             yield ("" if i == 0 else " ") + f"{c.text} [{c.n}]"
 
@@ -401,18 +415,20 @@ def answer(gated: Gated, generator: Generator, *, standalone: str | None = None,
 
     `standalone`: the question as it was searched, when it differs from the one asked (a follow-up);
     the answer shows it, and an LLM answers it (the extractive answer picks its sentences by the question
-    as asked: `ExtractiveGenerator.answers_as_asked`). `on_text(piece)` sees each piece as it streams;
+    as asked, the searched form breaking ties: `ExtractiveGenerator.answers_as_asked`). `on_text(piece)` sees each piece as it streams;
     if the stream fails and a fallback answers, the final `Answer.text` replaces what was shown.
     """
     shown = standalone if standalone and standalone != gated.question else None
     if gated.refusal is not None:
         return Answer(text=gated.refusal, refused=True, mode="refusal", standalone_question=shown)
-    def asked(g: Generator) -> str:
-        return gated.question if getattr(g, "answers_as_asked", False) else shown or gated.question
+    def run(g: Generator) -> Iterator[str]:
+        if getattr(g, "answers_as_asked", False):
+            return g.generate(gated.question, gated.citations, searched=shown)
+        return g.generate(shown or gated.question, gated.citations)
 
     used, note, pieces = generator, "", []
     try:
-        for piece in generator.generate(asked(generator), gated.citations):
+        for piece in run(generator):
             pieces.append(piece)
             if on_text:
                 on_text(piece)
@@ -423,7 +439,7 @@ def answer(gated: Gated, generator: Generator, *, standalone: str | None = None,
         if fallback is None:
             raise
         used, note = fallback, f"{exc}; showing the extractive answer"
-        pieces = list(fallback.generate(asked(fallback), gated.citations))
+        pieces = list(run(fallback))
     text = "".join(pieces).strip()
     prompt: Prompt | None = getattr(used, "last_prompt", None)
     given = prompt.given if prompt else [c.n for c in gated.citations]

@@ -80,6 +80,25 @@ def refers_back(question: str) -> bool:
     return any(fold(w) in _REFERRING for w in _WORD.findall(question))
 
 
+_DEMONSTRATIVES = frozenset(fold(w) for w in """this that these those
+    este esta estes estas esse essa esses essas aquele aquela aqueles aquelas""".split())
+
+
+def referred_words(question: str) -> set[str]:
+    """The words a follow-up names only to point back at the question before it: the word right after a
+    demonstrative ("that amount", "esse valor"), folded. "And under that amount?" after "Who approves
+    invoices over 5,000 euros?" asks about 5,000 euros, not about whatever else the passage calls an
+    amount ("a late fee on the outstanding amount").
+
+    >>> sorted(referred_words("And under that amount?")), sorted(referred_words("E esse valor, quem o paga?"))
+    (['amount'], ['valor'])
+    >>> referred_words("Is that so?"), referred_words("And how many birds are in the colony?")
+    (set(), set())
+    """
+    words = [fold(w) for w in _WORD.findall(question)]
+    return {b for a, b in zip(words, words[1:]) if a in _DEMONSTRATIVES and b not in _FUNCTION}
+
+
 def names_own_subject(question: str) -> bool:
     """Whether a question names its subject itself: no referring word, and two content words or more. Such
     a follow-up by its form ("And what does the slider change?") may be searched alone (`Engine.search`);

@@ -222,6 +222,26 @@ def test_a_followup_is_answered_with_its_own_sentence_not_the_first_questions(ma
     assert turn.answer.standalone_question == turn.result.query
 
 
+def test_a_followup_pointing_back_is_answered_about_what_it_points_at(make_engine):
+    """"that amount" names the earlier question's 5,000 euros: the follow-up's answer is the rule under that
+    amount, not the late fee "on the outstanding amount" (the one sentence holding the word "amount")."""
+    engine = make_engine()
+    (engine.folder / "invoices.md").write_text(
+        "# Invoice policy\n\n## Approval\n\nInvoices up to 5,000 euros are approved by the department head. "
+        "Invoices over 5,000 euros must be approved by the Chief Financial Officer, Helena Marques. Overdue "
+        "invoices incur a late fee of 2% per month on the outstanding amount.\n", encoding="utf-8")
+    (engine.folder / "post.md").write_text("# Post room\n\nParcels under 2 kg go by ordinary post.\n",
+                                           encoding="utf-8")
+    engine.sync()
+    first = engine.ask("Who approves invoices over 5,000 euros?")
+    assert "Helena Marques" in first.answer.text, first.answer.text
+    turn = engine.ask("And under that amount?", history=[first.result.query])
+    assert turn.result.query != turn.question and not turn.answer.refused
+    assert turn.answer.text.startswith("Invoices up to 5,000 euros are approved by the department head."), \
+        turn.answer.text
+    assert "late fee" not in turn.answer.text
+
+
 # --- which sentences the extractive answer keeps ----------------------------------
 
 LIGHTHOUSE = "The lighthouse keeper of Ponta Azul logs the tide at 04:40 every morning."
