@@ -98,13 +98,11 @@ def handle_uploads(ws: Workspace, files: Iterable, source: str = "upload") -> li
         data = f.getvalue()
         try:
             saved.append(ws.engine.save_upload(f.name, data, on_conflict="ask"))
+        except rag.UploadConflict:
+            pass  # its bytes wait in the engine until the person chooses: `resolve_conflicts`
         except rag.UploadError as exc:
-            if isinstance(exc, rag.UploadConflict):
-                st.session_state.setdefault("conflicts", []).append(
-                    {"name": f.name, "data": data, "message": str(exc), "id": fid})
-            else:
-                # The message names the file first ("minutes.docx: unsupported type; …"); the log names it too.
-                log_outcome(f.name, "failed", str(exc).split(": ", 1)[-1])
+            # The message names the file first ("minutes.docx: unsupported type; …"); the log names it too.
+            log_outcome(f.name, "failed", str(exc).split(": ", 1)[-1])
     if saved:
         index_paths(ws, saved, source)
         st.session_state.setdefault("session_uploads", []).extend(saved)
@@ -217,35 +215,37 @@ def _indexing_note(ws: Workspace) -> None:
 
 
 def resolve_conflicts(ws: Workspace) -> None:
-    """Ask, for each upload whose name is taken by a different file: replace it, or keep both."""
-    conflicts = st.session_state.get("conflicts", [])
-    for i, c in enumerate(list(conflicts)):
-        st.warning(md_escape(c["message"]))
+    """Ask, for each upload whose name is taken by a different file: replace it, or keep both. The uploads
+    wait in the engine (`Engine.held_uploads`), not in this session: a reload or another tab still asks."""
+    for h in ws.engine.held_uploads():
+        st.warning(md_escape(f"{h.name}: {h.message}"))
         choice = None
         # One under the other: three columns in the sidebar cut the labels short ("Repl…", "Keep…").
-        if st.button("Replace it", key=f"conflict-replace-{c['id']}", width="stretch"):
+        if st.button("Replace it", key=f"conflict-replace-{h.id}", width="stretch"):
             choice = "replace"
-        if st.button("Keep both", key=f"conflict-rename-{c['id']}", width="stretch"):
+        if st.button("Keep both", key=f"conflict-rename-{h.id}", width="stretch"):
             choice = "rename"
-        if st.button("Cancel", key=f"conflict-cancel-{c['id']}", width="stretch"):
-            conflicts.remove(c)
-            log_outcome(c["name"], "skipped", "not saved: a different file has that name")
-            st.rerun()
+        if st.button("Cancel", key=f"conflict-cancel-{h.id}", width="stretch"):
+            choice = "cancel"
         if choice:
-            conflicts.remove(c)
             try:
-                rel = ws.engine.save_upload(c["name"], c["data"], on_conflict=choice)
+                rel = ws.engine.resolve_upload(h.id, choice)
+            except KeyError:
+                pass  # another tab chose first
             except rag.UploadError as exc:
-                log_outcome(c["name"], "failed", str(exc))
+                log_outcome(h.name, "failed", str(exc).split(": ", 1)[-1])
             else:
-                index_paths(ws, [rel])
+                if rel is None:
+                    log_outcome(h.name, "skipped", "not saved: a different file has that name")
+                else:
+                    index_paths(ws, [rel])
             st.rerun()
 
 
-def conflicts_note() -> None:
+def conflicts_note(ws: Workspace) -> None:
     """In the chat: uploads waiting for the replace-or-keep choice, whose new text no answer can see yet
     (a trial asked at once and was answered from the old file, with nothing saying why)."""
-    names = [c["name"] for c in st.session_state.get("conflicts", [])]
+    names = list(dict.fromkeys(h.name for h in ws.engine.held_uploads()))
     if names:
         listed = ", ".join(names)
         st.warning(md_escape(f"{listed}: a different file of that name is already in the folder. Choose in the "

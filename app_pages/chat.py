@@ -446,7 +446,7 @@ st.title("Chat with your folder")
 st.caption(f"Folder: {ui.md_escape(str(engine.folder))} · answers come only from passages under the threshold "
            "that hold the question's own words; every answer shows its evidence, every refusal its reason.")
 ui_files.indexing_note(ws)
-ui_files.conflicts_note()
+ui_files.conflicts_note(ws)
 
 if prompt_text:
     # A question asked with its attachment, or just after files were dropped in the sidebar, is most likely

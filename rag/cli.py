@@ -52,14 +52,20 @@ def _bar(done: int, total: int, name: str) -> None:
 def cmd_index(args: argparse.Namespace) -> int:
     settings = load_settings(args.config, folder=args.folder_pos or args.folder, index_dir=args.index_dir)
     if args.rebuild and settings.index_path.exists() and not settings.chroma_host:
-        from rag.library import INDEX_MARKER, is_index_dir
+        from rag.library import HELD_DIR, INDEX_MARKER, is_index_dir
 
         if not is_index_dir(settings.index_path):  # never delete a folder that is not an index made here
             print(f"rag: refusing to rebuild: {settings.index_path} does not look like an index made by rag (no "
                   f"{INDEX_MARKER} marker, and not just library.sqlite and the index's own files); nothing was "
                   f"deleted. Choose another --index-dir, or delete that folder yourself.", file=sys.stderr)
             return 2
-        shutil.rmtree(settings.index_path)
+        for child in settings.index_path.iterdir():  # not uploads waiting for a replace-or-keep choice
+            if child.name in (HELD_DIR, INDEX_MARKER):
+                continue
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
     engine = Engine(settings)
     report = engine.sync(progress=_bar)
     for o in report.outcomes:

@@ -39,7 +39,7 @@ from rag.library import VISIBLE, DocRecord, Stamp, mark_index_dir
 from rag.queue import FolderWatcher, QueueItem
 from rag.search import FEEDBACK_RULE, SearchResult, Snapshot, hybrid_search, question_weights
 from rag.settings import DEFAULT_THRESHOLD, Settings
-from rag.uploads import save_upload
+from rag.uploads import HELD_DIR, HeldUpload, held, peek, save_upload, take
 from rag.viewer import Located, ViewerError, locate
 
 # Re-exported: tests and tools import these from here, where they were defined before indexing and uploads
@@ -214,7 +214,27 @@ class Engine:
         another file silently: `on_conflict` is "ask" (raise `UploadConflict`), "replace" or "rename"
         (`rag.uploads.save_upload`)."""
         return save_upload(self.folder, name, data, lock=self.lock, max_upload_mb=self.settings.max_upload_mb,
-                           on_conflict=on_conflict)
+                           on_conflict=on_conflict, held_dir=self.held_dir)
+
+    @property
+    def held_dir(self) -> Path:
+        """Where uploads wait for the replace-or-keep choice (`rag.uploads.hold`): beside the index, not in
+        one browser session, so a reload or another tab still asks."""
+        return self.settings.index_path / HELD_DIR
+
+    def held_uploads(self) -> list[HeldUpload]:
+        """Uploads waiting for the replace-or-keep choice, oldest first."""
+        return held(self.held_dir)
+
+    def resolve_upload(self, held_id: str, choice: str) -> str | None:
+        """Act on a held upload: "replace" the folder's file, "rename" (keep both) or "cancel" (drop the
+        upload). Returns the relative path saved (None for "cancel"); the bytes stay held until saved."""
+        if choice not in ("replace", "rename", "cancel"):
+            raise ValueError(f"choice must be one of 'replace', 'rename', 'cancel', got {choice!r}")
+        name, data = peek(self.held_dir, held_id)
+        rel = None if choice == "cancel" else self.save_upload(name, data, on_conflict=choice)
+        take(self.held_dir, held_id)
+        return rel
 
     # --- asking -------------------------------------------------------------------------------------
 

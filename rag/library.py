@@ -230,11 +230,12 @@ class WriterLock:
 
 
 INDEX_MARKER = "RAG_INDEX"
+HELD_DIR = "held"  # uploads waiting for a replace-or-keep choice (rag.uploads): not derived, --rebuild keeps it
 # What an index folder holds (a new file kept there belongs here too): for an index from before the
 # marker, anything else in the folder means it is not (only) an index.
 INDEX_ENTRIES = frozenset({INDEX_MARKER, "library.sqlite", "library.sqlite-wal", "library.sqlite-shm",
                            "library.sqlite-journal", "writer.lock", "chroma", "questions.jsonl",
-                           "calibration.json"})
+                           "calibration.json", HELD_DIR})
 
 
 def is_index_dir(path: Path) -> bool:

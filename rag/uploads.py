@@ -3,16 +3,23 @@
 `save_upload` writes the bytes into the folder (under the writer lock, so no sync reads a half-made
 conflict decision) and returns the name it used. It does not index the file: the caller queues or indexes
 it (`Engine.enqueue`, `Engine.index_files`) like any other file of the folder.
+
+An upload whose name a different file already has waits for the person's choice (replace it, keep both, or
+cancel). Its bytes wait on disk, beside the index (`hold`, `held`, `take`), not in one browser session: a
+reload, another tab or a restart of the app still asks, and the file is never lost while nobody answers.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
 
 from rag.extract import SUPPORTED, kind_of
-from rag.library import WriterLock
+from rag.library import HELD_DIR, WriterLock
 
 
 class UploadError(ValueError):
@@ -22,9 +29,74 @@ class UploadError(ValueError):
 class UploadConflict(UploadError):
     """Another file already has this name: the person chooses to replace it or keep both."""
 
-    def __init__(self, message: str, existing: str):
+    def __init__(self, message: str, existing: str, held: "HeldUpload | None" = None):
         super().__init__(message)
         self.existing = existing
+        self.held = held  # where its bytes wait for the choice, when the caller gave `held_dir`
+
+
+@dataclass(frozen=True)
+class HeldUpload:
+    """An upload waiting for the replace-or-keep choice: `name` (safe) is taken in the folder by `existing`."""
+
+    id: str
+    name: str
+    existing: str
+    size: int
+
+    @property
+    def message(self) -> str:
+        return f"a different file named {self.existing} is already in the folder; replace it, or keep both"
+
+
+def hold(held_dir: Path, name: str, data: bytes, existing: str) -> HeldUpload:
+    """Keep an upload's bytes until the person chooses (`take`). The same name and bytes held twice are one.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> h = hold(d, "notes.md", b"new", "Notes.md"); h.name, h.size, held(d) == [h]
+    ('notes.md', 3, True)
+    >>> take(d, h.id), held(d)
+    (('notes.md', b'new'), [])
+    """
+    clean = safe_name(name)
+    key = hashlib.sha256(clean.encode() + b"\0" + data).hexdigest()[:16]
+    box = held_dir / key
+    box.mkdir(parents=True, exist_ok=True)
+    tmp = box / ".part"
+    tmp.write_bytes(data)
+    os.replace(tmp, box / clean)  # whole or not there
+    (box / ".existing").write_text(existing, encoding="utf-8")
+    return HeldUpload(key, clean, existing, len(data))
+
+
+def held(held_dir: Path) -> list[HeldUpload]:
+    """The uploads waiting for a choice, oldest first."""
+    out = []
+    boxes = sorted((b for b in held_dir.iterdir() if b.is_dir()), key=lambda b: b.stat().st_mtime) \
+        if held_dir.is_dir() else []
+    for box in boxes:
+        files = [f for f in box.iterdir() if f.is_file() and not f.name.startswith(".")]
+        if len(files) == 1:
+            marker = box / ".existing"
+            existing = marker.read_text(encoding="utf-8") if marker.exists() else files[0].name
+            out.append(HeldUpload(box.name, files[0].name, existing, files[0].stat().st_size))
+    return out
+
+
+def take(held_dir: Path, held_id: str) -> tuple[str, bytes]:
+    """A held upload's name and bytes, no longer held. Call it once they are saved or refused for good
+    (read first with `peek`): until then they stay on disk."""
+    name, data = peek(held_dir, held_id)
+    shutil.rmtree(held_dir / held_id, ignore_errors=True)
+    return name, data
+
+
+def peek(held_dir: Path, held_id: str) -> tuple[str, bytes]:
+    """A held upload's name and bytes, still held. `KeyError` when there is none of that id."""
+    match = [h for h in held(held_dir) if h.id == held_id]
+    if not match:
+        raise KeyError(f"no upload waiting under {held_id!r}")
+    return match[0].name, (held_dir / held_id / match[0].name).read_bytes()
 
 
 def safe_name(name: str) -> str:
@@ -45,12 +117,13 @@ def safe_name(name: str) -> str:
 
 
 def save_upload(folder: Path, name: str, data: bytes, *, lock: WriterLock, max_upload_mb: int,
-                on_conflict: str = "ask") -> str:
+                on_conflict: str = "ask", held_dir: Path | None = None) -> str:
     """Save uploaded bytes into `folder` under a safe name; returns the relative path.
 
     The same name with the same bytes is a no-op. Another file under that name (up to case and
     Unicode normalisation) is never overwritten silently: `on_conflict` is "ask" (raise
-    `UploadError`, so the UI can ask), "replace", or "rename" (keep both: `report-2.pdf`).
+    `UploadConflict`, so the UI can ask; with `held_dir`, the bytes wait there: `hold`), "replace",
+    or "rename" (keep both: `report-2.pdf`).
     """
     if on_conflict not in ("ask", "replace", "rename"):
         raise ValueError(f"on_conflict must be one of 'ask', 'replace', 'rename', got {on_conflict!r}")
@@ -69,8 +142,9 @@ def save_upload(folder: Path, name: str, data: bytes, *, lock: WriterLock, max_u
             if existing.read_bytes() == data:
                 return existing.name
             if on_conflict == "ask":
+                waiting = hold(held_dir, clean, data, existing.name) if held_dir is not None else None
                 raise UploadConflict(f"a different file named {existing.name} is already in the folder; "
-                                     f"replace it, or keep both", existing.name)
+                                     f"replace it, or keep both", existing.name, waiting)
             if on_conflict == "replace":
                 target = existing
             else:

@@ -407,6 +407,10 @@ def test_name_conflict_asks_then_keeps_both(engine, folder):
     assert (folder / "uploading.md").read_bytes() == original  # nothing overwritten while asking
     # The chat says so too: until the choice, answers come from the folder's own uploading.md.
     assert any("Choose in the sidebar whether to replace it or keep both" in plain(w.value) for w in at.main.warning)
+    # A reload (a new session) still asks: the upload waits in the engine, not in the page that dropped it.
+    at = app().run()
+    assert any("a different file named uploading.md is already in the folder" in plain(w.value)
+               for w in at.sidebar.warning)
     at.sidebar.button(key=next(b.key for b in at.sidebar.button if b.label == "Keep both")).click().run()
     assert not any("Choose in the sidebar" in plain(w.value) for w in at.main.warning)
     assert (folder / "uploading.md").read_bytes() == original

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -367,6 +369,41 @@ def test_upload_names_are_safe_and_conflicts_ask(make_engine, tmp_path):
     small = make_engine(tmp_path / "docs2", max_upload_mb=1)
     with pytest.raises(rag.UploadError, match="upload limit of 1 MB"):
         small.save_upload("big.txt", b"x" * (1024 * 1024 + 1))
+
+
+def test_an_upload_waiting_for_the_replace_or_keep_choice_survives_a_restart_and_a_rebuild(make_engine, tmp_path):
+    """Its bytes wait beside the index, not in one browser session: a reload, another tab, a restart of the
+    app or `rag index --rebuild` still has them, until the person replaces, keeps both or cancels."""
+    docs, index = tmp_path / "docs", tmp_path / "idx"
+    engine = make_engine(docs, index_dir=index)
+    engine.save_upload("minutes.md", b"# Minutes\n\nThe old minutes.\n")
+    with pytest.raises(rag.UploadConflict) as conflict:
+        engine.save_upload("Minutes.md", b"# Minutes\n\nThe new minutes.\n")
+    waiting = conflict.value.held
+    assert waiting is not None and waiting.name == "Minutes.md" and waiting.existing == "minutes.md"
+    engine.close()
+    (tmp_path / "none.toml").touch()
+    # In its own process, as a person runs it (Chroma keeps a deleted store open within one process).
+    env = dict(os.environ, RAG_FOLDER=str(docs), RAG_INDEX_DIR=str(index), RAG_CONFIG=str(tmp_path / "none.toml"))
+    subprocess.run([sys.executable, "-m", "rag.cli", "index", "--rebuild"], env=env, check=True,
+                   capture_output=True, cwd=Path(__file__).resolve().parent.parent, timeout=600)
+    again = make_engine(docs, index_dir=index)
+    assert again.held_uploads() == [waiting]
+    assert (docs / "minutes.md").read_bytes() == b"# Minutes\n\nThe old minutes.\n"  # nothing replaced meanwhile
+    with pytest.raises(ValueError, match="'replace', 'rename', 'cancel'"):
+        again.resolve_upload(waiting.id, "overwrite")
+    assert again.held_uploads() == [waiting]
+    assert again.resolve_upload(waiting.id, "rename") == "Minutes-2.md"
+    assert (docs / "Minutes-2.md").read_bytes() == b"# Minutes\n\nThe new minutes.\n"
+    assert again.held_uploads() == []
+    with pytest.raises(KeyError):
+        again.resolve_upload(waiting.id, "rename")  # another tab chose first
+    # Cancel drops it, and nothing reaches the folder.
+    with pytest.raises(rag.UploadConflict):
+        again.save_upload("minutes.md", b"# Minutes\n\nA third text.\n")
+    (third,) = again.held_uploads()
+    assert again.resolve_upload(third.id, "cancel") is None
+    assert again.held_uploads() == [] and sorted(p.name for p in docs.iterdir()) == ["Minutes-2.md", "minutes.md"]
 
 
 def test_truncation_and_header_share_are_reported(make_engine, tmp_path):
