@@ -85,7 +85,7 @@ OFF_SUBJECT = "lacks the earlier question's subject"
 
 # Names the version of the tests below: a change to them recalibrates every folder (part of the calibration's
 # fingerprint), since the calibrated threshold is chosen with them.
-GATE_RULES = ("support-7: far out the share needed rises to every word; a measure word is held by a value of "
+GATE_RULES = ("support-8: far out the share needed rises to every word; a measure word is held by a value of "
               "it; a follow-up's subject may be held by the passage's document; a name the folder never mentions "
               "fails every passage (an acronym: no close relaxation); "
               "a passage lacking a name the folder uses fails; a question with no word of its own fails every "

@@ -239,9 +239,11 @@ _VALUES = {
 MEASURES = {"temperature": "temperature", "temperatura": "temperature", "celsius": "temperature",
             "fahrenheit": "temperature",
             "cost": "cost", "costs": "cost", "price": "cost", "custa": "cost", "custam": "cost", "custo": "cost",
-            "preço": "cost", "preco": "cost",
+            "preço": "cost", "preco": "cost", "valor": "cost", "amount": "cost", "quantia": "cost",
+            "montante": "cost",
             "time": "time", "hora": "time", "horas": "time", "horário": "time",
             "long": "duration", "duration": "duration", "duração": "duration", "tempo": "duration",
+            "lasts": "duration", "dura": "duration", "duram": "duration",
             "often": "frequency", "frequently": "frequency", "frequência": "frequency",
             "size": "size", "sizes": "size", "large": "size", "big": "size", "wide": "size", "width": "size",
             "tall": "size", "height": "size", "dimensions": "size", "tamanho": "size", "largura": "size",
@@ -254,6 +256,8 @@ def holds_value(term: str, text: str) -> bool:
     """Whether `text` holds a value of the measure `term` asks for (False for a word that asks for none).
 
     >>> holds_value("temperature", "Preheat the oven to 165 degrees Celsius."), holds_value("custa", "São 45 euros.")
+    (True, True)
+    >>> holds_value("valor", "Uma caução de 4.155 euros."), holds_value("dura", "O contrato dura 5 anos.")
     (True, True)
     >>> holds_value("temperature", "Keep it in the fridge."), holds_value("weather", "It is 20 degrees.")
     (False, False)

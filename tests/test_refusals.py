@@ -1063,6 +1063,7 @@ FIRE = ("# Fire safety\n\n## Extinguishers\n\nFire extinguishers are inspected {
     ("How often are fire extinguishers checked?", "every 7 months ", "every 7 months"),
     ("How often are fire extinguishers checked?", "", None),  # no frequency given: the word is still lacking
     ("Quanto custa a renda?", "", "1.385 euros"),
+    ("Qual é o valor da caução?", "", "4.155 euros"),  # "valor": a value of money, as "custa" asks
 ])
 def test_a_word_asking_for_a_measure_is_held_by_a_value_of_it(make_engine, tmp_path, question, when, needle):
     engine = engine_on(make_engine, tmp_path / "office", {"fire.md": FIRE.format(when=when),
@@ -1073,7 +1074,7 @@ def test_a_word_asking_for_a_measure_is_held_by_a_value_of_it(make_engine, tmp_p
         assert "often" in passage.missing and passage.support < 1.0
     else:
         assert any(needle in c.content for c in turn.gated.kept), turn.gated.refusal
-        measure = "often" if "often" in question else "custa"
+        measure = next(w for w in ("often", "custa", "valor") if w in question)
         assert measure not in next(c for c in turn.gated.kept if needle in c.content).missing
 
 
