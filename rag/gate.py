@@ -407,14 +407,23 @@ class Gated:
         rule it would have refused 8 right answers of the sample's development questions, whose documents
         share their subject."""
         kept = self.kept if self.refusal is None else []
-        for i, p in enumerate(kept):
-            for q in kept[i + 1:]:
-                p_only = [w for w in p.missing if w not in q.missing]  # p lacks them, q holds them
-                q_only = [w for w in q.missing if w not in p.missing]
-                if p.doc_id != q.doc_id and p_only and q_only:
+        if any(not c.missing for c in kept):
+            return None  # one passage holds the whole question
+        # What each document lacks: the words none of its kept passages holds ("membership.md lacks
+        # "junior"" was said of a document whose other kept passage, the cited one, holds it).
+        lacking: dict[str, tuple[str, list[str]]] = {}
+        for c in kept:
+            name, words = lacking.setdefault(c.doc_id, (c.doc_name, list(c.missing)))
+            words[:] = [w for w in words if w in c.missing]
+        docs = list(lacking.values())
+        for i, (p_name, p_lacks) in enumerate(docs):
+            for q_name, q_lacks in docs[i + 1:]:
+                p_only = [w for w in p_lacks if w not in q_lacks]  # p lacks them, q holds them
+                q_only = [w for w in q_lacks if w not in p_lacks]
+                if p_only and q_only:
                     lacks = [" and ".join(f'"{w}"' for w in words) for words in (p_only, q_only)]
-                    return (f"No passage holds the whole question: {p.doc_name} lacks {lacks[0]}, which "
-                            f"{q.doc_name} holds, and {q.doc_name} lacks {lacks[1]}. The answer may join "
+                    return (f"No passage holds the whole question: {p_name} lacks {lacks[0]}, which "
+                            f"{q_name} holds, and {q_name} lacks {lacks[1]}. The answer may join "
                             f"what two documents say about different things: read the quotes.")
         return None
 

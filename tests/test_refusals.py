@@ -319,6 +319,16 @@ def test_an_answer_joining_two_documents_that_each_lack_the_others_words_says_so
     assert note and note.startswith("No passage holds the whole question:"), note
     assert '"deposit"' in note and '"tool" and "shed"' in note, note
     assert engine.ask("What is the code of the tool shed?", threshold=0.8).gated.split_note is None
+    # Said of documents, so of all their kept passages: a second passage of garden.md holding "deposit" and
+    # "key" makes the claim "garden.md lacks them" false (a trial read it under a passage holding the word),
+    # and a passage holding the whole question leaves nothing split.
+    from dataclasses import replace
+    g = joined.gated
+    garden = next(c for c in g.kept if c.doc_name == "garden.md")
+    for extra in (replace(garden, chunk_id="garden-2", missing=("tool", "shed")),
+                  replace(garden, chunk_id="garden-3", missing=())):
+        both = replace(g, candidates=g.kept + [extra], verdicts=[rag.KEPT] * (len(g.kept) + 1))
+        assert both.split_note is None, (extra.missing, both.split_note)
     from rag.cli import main
     assert main(["--folder", str(tmp_path / "club"), "--index-dir", str(tmp_path / "idx"), "--config",
                  str(tmp_path / "none.toml"), "ask", "--threshold", "0.8",
