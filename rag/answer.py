@@ -186,12 +186,17 @@ class ExtractiveGenerator:
         seen: set[str] = set()
         for c in citations:
             spans = [_without_row_pipes(c.quote, s, e) for s, e in prose_sentences(c.quote)]
+            # A heading inside the passage (a PDF's title line, which its fonts did not mark as one) names
+            # what the passage is about and answers nothing: a trial got "Regatta Rules 2026 [1]" quoted as
+            # the answer to "Who won the 2025 regatta?" and to most questions on that PDF.
+            headings = {fold(h) for h in (c.title, *c.section.split(" > ")) if h}
             for s, e in spans:
                 # One line in the answer: a sentence wrapped over lines (or PDF blocks) keeps its words, not
                 # its line breaks, which Markdown would show as a new paragraph. `start`/`end` keep its place.
                 text = " ".join(c.quote[s:e].split())
                 key = fold(text)
-                if key in seen or len(text.split()) < self.min_words and len(spans) > 1:
+                short = len(text.split()) < self.min_words or key.rstrip(".:") in headings
+                if key in seen or short and len(spans) > 1:
                     continue
                 seen.add(key)
                 pool.append((c.n, s, e, text))

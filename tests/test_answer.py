@@ -418,3 +418,18 @@ def test_a_sentence_is_read_under_its_heading(make_engine, tmp_path):
     assert len(turn.answer.chosen) <= 2, turn.answer.text
     assert "Ines Moss" not in turn.answer.text
     assert turn.gated.citations[0].section == "Project Heron"
+
+
+def test_a_pdf_title_line_is_not_quoted_as_an_answer(make_engine):
+    """A trial's PDF, its title set in the body font: "Regatta Rules 2026 [1]" was quoted as the answer's
+    first sentence to most questions on it (three words, and the question's "regatta" and "2026")."""
+    engine = make_engine()
+    _pdf(engine.folder / "regatta.pdf", [["Regatta Rules 2026", "",
+                                          "The annual Gull Point Regatta takes place on 12 and 13 September 2026.",
+                                          "Entry costs 35 euros per boat and closes on 1 September."]])
+    engine.sync()
+    turn = engine.ask("When is the 2026 regatta?")
+    assert turn.gated.citations and "Regatta Rules 2026" in turn.gated.citations[0].quote
+    assert turn.answer.text.startswith("The annual Gull Point Regatta takes place on 12 and 13 September 2026."), \
+        turn.answer.text
+    assert "Rules" not in turn.answer.text
