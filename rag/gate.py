@@ -27,6 +27,12 @@ Likewise a passage that lacks a name the question writes and the folder does use
 "deadline" and "project") is about something else. A name under three letters or with a stop ("Jr",
 "U.S.") is exempt, and a form one letter off counts as the name ("Asia" for "Asian").
 
+A number the question writes as a name ("the Level 4 course", "the 2025 regatta", "nível 2"; not a quantity
+such as "a 60 MB file" or "over 5,000 euros": `rag.lexical.identifier_numbers`) is one, under both rules: a
+folder that never writes 2025 has nothing on that year, and a passage on the Level 1 course, which holds
+"level", "course" and a price, is about another level. A follow-up with no number of its own keeps the one of
+the question it is joined to ("And for juniors?" after the Level 2 course's price).
+
 A follow-up searched with the question before it (rag.followup) leans on that question's subject: a
 passage that holds none of its words (`Candidate.subject_support` 0) is about something else, however well
 it holds the follow-up's own ("At what temperature?" after "How long do I bake the chocolate cake?", and a
@@ -88,7 +94,8 @@ OFF_SUBJECT = "lacks the earlier question's subject"
 GATE_RULES = ("support-8: far out the share needed rises to every word; a measure word is held by a value of "
               "it; a follow-up's subject may be held by the passage's document; a name the folder never mentions "
               "fails every passage (an acronym: no close relaxation); "
-              "a passage lacking a name the folder uses fails; a question with no word of its own fails every "
+              "a passage lacking a name the folder uses fails; a number written as a name is one; "
+              "a question with no word of its own fails every "
               "passage; a held code passes the support test")
 
 # Which test a refusal failed (`Gated.failed`).
@@ -178,16 +185,18 @@ def wordless_text(question: str) -> str:
             f'word such as "the"): ask with the words of what you want to know')
 
 
-def unnamed_text(threshold: float, question: str, names: Sequence[str]) -> str:
-    """The refusal when the passages that hold a question's words are about another named thing.
+def unnamed_text(threshold: float, question: str, names: Sequence[str], earlier: bool = False) -> str:
+    """The refusal when the passages that hold a question's words are about another named thing (`earlier`:
+    named by the question a follow-up was joined to, "Level 2" before "And for juniors?").
 
     >>> print(unnamed_text(0.8, "What is the deadline of Project Lantern?", ("lantern",)))  # doctest: +NORMALIZE_WHITESPACE
     NO ANSWER: the passages under cosine distance 0.800 that hold the words of "What is the deadline of
     Project Lantern?" never mention "lantern", which it names
     """
     words = quoted(names)
+    who = "the question before it" if earlier else "it"
     return (f'{REFUSAL_PREFIX}: the passages under cosine distance {threshold:.3f} that hold the words of '
-            f'"{question}" never mention {words}, which it names')
+            f'"{question}" never mention {words}, which {who} names')
 
 
 def off_subject_text(threshold: float, question: str, subject: Sequence[str]) -> str:
@@ -495,12 +504,15 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
                 because, refusal = WORDLESS, wordless_text(result.question)
             elif result.absent_names:
                 because, refusal = ABSENT, absent_text(result.question, result.absent_names)
+            elif unnamed := [c for c in near if c.lacks_names and c.support + 1e-9 >= rule.needed_by(c)]:
+                # Some held enough of the question's words, but not the name it asks about (or, for a
+                # follow-up, the earlier question's number: "And for juniors?" after Level 2's price, and
+                # the Level 1 passage, which is on the subject).
+                names = tuple(dict.fromkeys(n for c in unnamed for n in c.lacks_names))
+                because, refusal = UNNAMED, unnamed_text(threshold, result.question, names,
+                                                         earlier=not set(names) & set(result.terms))
             elif elsewhere:
                 because, refusal = ELSEWHERE, off_subject_text(threshold, result.question, result.subject[:4])
-            elif unnamed := [c for c in near if c.lacks_names and c.support + 1e-9 >= rule.needed_by(c)]:
-                # Some held enough of the question's words, but not the name it asks about.
-                names = tuple(dict.fromkeys(n for c in unnamed for n in c.lacks_names))
-                because, refusal = UNNAMED, unnamed_text(threshold, result.question, names)
             else:
                 because = WORDS
                 refusal = unsupported_text(threshold, result.question, missing[:4], best.support,

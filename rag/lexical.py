@@ -251,6 +251,70 @@ MEASURES = {"temperature": "temperature", "temperatura": "temperature", "celsius
 # "How long is the lease?" asks for a duration, "How long is the bench?" for a size: either holds it.
 _ALSO = {"long": ("size",)}
 
+# A number the question writes as a name ("the Level 4 course", "the 2025 regatta", "nível 2", "in 1066"), not
+# as a quantity: not followed by a unit, a currency or a percent sign ("a 60 MB file", "3 days", "20%"), not
+# one of a grouped or decimal figure or a time ("5,000 euros", "2.5", "10:30"), not after a currency sign.
+_QUANTITY_AFTER = re.compile(
+    r"\s*(%|°|º|€|\$|£|(" + "|".join((
+        "percent", "per", "por", "cent", "euros?", "eur", "dollars?", "usd", "reais", "pounds?",
+        "[kmgt]b", "bytes?", "kilobytes?", "megabytes?", "gigabytes?", "[mk]?g", "grams?", "gramas?", "kilos?",
+        "kilograms?", "quilos?", "m?l", "litres?", "liters?", "litros?", "mm", "cm", "m", "km", "m²", "m2", "ha",
+        "metres?", "meters?", "metros?", "hectares?", "acres?", "ft", "feet", "foot", "inch(es)?", "miles?",
+        "degrees?", "graus?", "knots?", "nós", "x", "by", "times", "vezes", "h", "min", "s", "[kmg]?hz", "hertz",
+        "[km]?w", "watts?", "volts?", "v", "mph", "rpm",
+    )) + r"|" + _PERIOD + r")\b)", re.IGNORECASE)
+_NUMBER_RUN = re.compile(r"(?<![\w.,:/-])\d+(?![\w]|[.,:/-]\d)")
+# ... nor after words that make it a quantity: "more than 2000 pages", "até 3 pessoas", "about 40".
+_QUANTITY_BEFORE = re.compile(r"\b(more|less|fewer|over|under|above|below|least|most|up to|about|around|roughly|"
+                              r"approximately|nearly|almost|than|mais de|menos de|até|acima de|abaixo de|cerca de|"
+                              r"aproximadamente|quase|pelo menos|no máximo|no mínimo)\s*$", re.IGNORECASE)
+# A small number the passage may write as a word: "three boats" holds the 3 of "3 boats".
+NUMBER_WORDS = {"en": "one two three four five six seven eight nine ten eleven twelve".split(),
+                "pt": "um dois três quatro cinco seis sete oito nove dez onze doze".split()}
+
+
+def identifier_numbers(question: str) -> list[str]:
+    """The numbers a question writes as names, in order, once each (see above): a passage without the
+    number is about another level, year or room, however much else of the question it holds.
+
+    >>> identifier_numbers("What is the Level 4 course price? Who won the 2025 regatta?")
+    ['4', '2025']
+    >>> identifier_numbers("Can I upload a 60 MB file, over 5,000 euros, at 10:30, 2.5 times or for 3 days?")
+    []
+    >>> identifier_numbers("Qual é o preço do nível 2 na sala 12? E ERR-4017, UTF-8, 20% ou €5?")
+    ['2', '12']
+    >>> identifier_numbers("Um PDF com mais de 2000 páginas, a 60 Hz, for about 40 people?")
+    []
+    """
+    text = unicodedata.normalize("NFC", question)
+    out: dict[str, None] = {}
+    for m in _NUMBER_RUN.finditer(text):
+        before = text[max(0, m.start() - 20):m.start()]
+        if _QUANTITY_AFTER.match(text, m.end()) or re.search(r"[€$£]\s*$", before) or _QUANTITY_BEFORE.search(before):
+            continue
+        out.setdefault(m.group(), None)
+    return list(out)
+
+
+
+def number_tokens(number: str, question: str = "") -> tuple[str, ...]:
+    """The index tokens that write a number: its digits, and for a small one its words in both languages,
+    unless `question` writes it as a label after a word ("Level 2", "sala 3"): "two weekends" is not Level 2.
+
+    >>> number_tokens("3"), number_tokens("2025"), number_tokens("2", "How much is Level 2?")
+    (('3', 'three', 'tres'), ('2025',), ('2',))
+    >>> number_tokens("2", "What are the 2 types of rock?")
+    ('2', 'two', 'dois')
+    """
+    out = {number: None}
+    stop = frozenset().union(*(_stopwords(lang) for lang in LANGUAGES)) | QUESTION_FILLER
+    label = any(fold(m.group(1)) not in stop for m in re.finditer(
+        r"([^\W\d_]+)\s+" + re.escape(number) + r"(?!\d)", unicodedata.normalize("NFC", question.lower())))
+    if not label and number.isdigit() and 1 <= int(number) <= 12 and number == str(int(number)):
+        for lang, words in NUMBER_WORDS.items():
+            out.update((t, None) for t in term_tokens(words[int(number) - 1], lang))
+    return tuple(out)
+
 
 def holds_value(term: str, text: str) -> bool:
     """Whether `text` holds a value of the measure `term` asks for (False for a word that asks for none).

@@ -17,7 +17,7 @@ from rag import SUPPORT, DISTANCE, EMPTY, SupportRule, gate
 from rag.calibration import KINDS, calibrate, choose_threshold, question_kinds, unrelated_questions
 from rag.cli import main as cli
 from rag.calibration import evidence_distance
-from rag.gate import WORDLESS, absent_text, off_subject_text, wordless_text
+from rag.gate import ABSENT, UNNAMED, WORDLESS, absent_text, off_subject_text, wordless_text
 from rag.lexical import LexicalIndex, is_code, question_names, question_terms
 from rag.search import Candidate, SearchResult
 
@@ -1120,3 +1120,42 @@ def test_the_rise_of_a_calibrated_language_and_of_an_unclear_one():
     assert flat.rule("en", 0.5, 0.2).rising == "" and flat.rule("", 0.5, 0.2).needed(0.79) == 0.5
     # Stored and read back with the rest of the calibration.
     assert Calibration.from_json(cal.to_json()).rule("en", 0.5, 0.2) == cal.rule("en", 0.5, 0.2)
+
+
+CLUB = {
+    "courses.md": "# Sailing courses 2026\n\n## Beginner course (Level 1)\n\nThe Level 1 beginner course runs over two "
+                  "weekends in May and June. It costs 260 euros for adults and 180 euros for juniors.\n\n## Level 2 and "
+                  "Level 3\n\nLevel 2 costs 310 euros and covers tacking, gybing and capsize recovery. Level 3 costs 350 "
+                  "euros and includes a night sailing session.\n",
+    "boats.md": "# Boats\n\nThe club owns six Laser dinghies and 4 RS Feva dinghies. Members book them for up to three "
+                "hours.\n",
+    "regatta.md": "# Regatta\n\nThe annual Gull Point Regatta takes place on 12 and 13 September 2026. Entry costs 35 "
+                  "euros per boat.\n",
+}
+
+
+def test_a_number_written_as_a_name_is_one(make_engine, tmp_path):
+    """A user trial: "What is the Level 4 course price?" was answered with the Level 1 price (the passage held
+    "level", "course" and a price, 64% of the words), "Who won the 2025 regatta?" with the 2026 regatta's dates,
+    and "And for juniors?" after the Level 2 course's price with Level 1's junior price. A number the question
+    writes as a name is one: a passage without it is about another level or year, and a folder that never
+    writes it has nothing on it. A number of a quantity ("a 60 MB file", "5,000 euros") is not one."""
+    engine = indexed_folder(make_engine, tmp_path, "club", CLUB)
+    level4 = engine.ask("What is the Level 4 course price?")
+    assert level4.answer.refused and level4.gated.because == UNNAMED, level4.gated.refusal
+    assert level4.gated.refusal.endswith('never mention "4", which it names')
+    year = engine.ask("Who won the 2025 regatta?")
+    assert year.answer.refused and year.gated.because == ABSENT and '"2025"' in year.gated.refusal
+    level2 = engine.ask("How much does the Level 2 course cost?")
+    assert "310 euros" in level2.answer.text and "260 euros" not in level2.answer.text, level2.answer.text
+    juniors = engine.ask("And for juniors?", history=[level2.result.query])
+    assert juniors.answer.refused, juniors.answer.text  # the folder gives no junior price for Level 2
+    assert juniors.gated.refusal.endswith('never mention "2", which the question before it names')
+    level3 = engine.ask("What about Level 3?", history=[level2.result.query])
+    assert "350 euros" in level3.answer.text, level3.gated.refusal
+    for question, needle in (("When is the 2026 regatta?", "12 and 13 September"),
+                             ("How much does the Level 1 course cost?", "260 euros"),
+                             ("Who has 4 RS Feva dinghies?", "RS Feva"),  # "4" before a word: a count, in digits
+                             ("Does the club have 6 Laser dinghies?", "six Laser")):  # a small count, in words
+        turn = engine.ask(question)
+        assert needle in turn.answer.text, (question, turn.gated.refusal)
