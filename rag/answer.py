@@ -185,7 +185,7 @@ class ExtractiveGenerator:
         heads: list[str] = []
         seen: set[str] = set()
         for c in citations:
-            spans = [_without_row_pipes(c.quote, s, e) for s, e in prose_sentences(c.quote)]
+            spans = _leaning_joined(c.quote, [_without_row_pipes(c.quote, s, e) for s, e in prose_sentences(c.quote)])
             # A heading inside the passage (a PDF's title line, which its fonts did not mark as one) names
             # what the passage is about and answers nothing: a trial got "Regatta Rules 2026 [1]" quoted as
             # the answer to "Who won the 2025 regatta?" and to most questions on that PDF.
@@ -256,6 +256,29 @@ class ExtractiveGenerator:
         self.last_chosen = self.choose(question, citations, searched)
         for i, c in enumerate(self.last_chosen):
             yield ("" if i == 0 else " ") + f"{c.text} [{c.n}]"
+
+
+_LEANING = re.compile(r"(she|he|it|they|this|these|its|their|his|her|ele|ela|eles|elas|isto|isso|este|esta|"
+                      r"estes|estas)\b", re.IGNORECASE)
+
+
+def _leaning_joined(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    r"""Sentences that open with a pronoun joined to the sentence before them in the same paragraph: quoted
+    alone, "She answers email at secretary@…" read as the bosun's address under "Bosun: Teresa Lindqvist."
+    (a user trial), and "It costs 260 euros" named no course. Not across a blank line or a list item.
+
+    >>> t = "- Bosun: Teresa.\n- Secretary: Ana. She answers email. It is read daily.\n\nIt closes at 5."
+    >>> [t[s:e] for s, e in _leaning_joined(t, prose_sentences(t))]
+    ['- Bosun: Teresa.', '- Secretary: Ana. She answers email. It is read daily.', 'It closes at 5.']
+    """
+    out: list[tuple[int, int]] = []
+    for s, e in spans:
+        gap = text[out[-1][1]:s] if out else "\n\n"
+        if _LEANING.match(text, s) and "\n\n" not in gap and not re.search(r"\n\s*([-*•]|\d+[.)])", gap):
+            out[-1] = (out[-1][0], e)
+        else:
+            out.append((s, e))
+    return out
 
 
 def _without_row_pipes(text: str, start: int, end: int) -> tuple[int, int]:
