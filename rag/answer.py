@@ -443,8 +443,9 @@ def answer(gated: Gated, generator: Generator, *, standalone: str | None = None,
 
     `standalone`: the question as it was searched, when it differs from the one asked (a follow-up);
     the answer shows it, and an LLM answers it (the extractive answer picks its sentences by the question
-    as asked, the searched form breaking ties: `ExtractiveGenerator.answers_as_asked`). `on_text(piece)` sees each piece as it streams;
-    if the stream fails and a fallback answers, the final `Answer.text` replaces what was shown.
+    as asked, the searched form breaking ties: `ExtractiveGenerator.answers_as_asked`). `on_text(piece)`
+    sees each piece as it streams; if the stream fails and a fallback answers, the final `Answer.text`
+    replaces what was shown.
     """
     shown = standalone if standalone and standalone != gated.question else None
     if gated.refusal is not None:

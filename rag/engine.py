@@ -39,7 +39,7 @@ from rag.library import VISIBLE, DocRecord, Stamp, mark_index_dir
 from rag.queue import FolderWatcher, QueueItem
 from rag.search import FEEDBACK_RULE, SearchResult, Snapshot, hybrid_search, question_weights
 from rag.settings import DEFAULT_THRESHOLD, Settings
-from rag.uploads import HELD_DIR, HeldUpload, held, peek, save_upload, take
+from rag.uploads import HELD_DIR, HeldUpload, held, peek, release, save_upload
 from rag.viewer import Located, ViewerError, locate
 
 # Re-exported: tests and tools import these from here, where they were defined before indexing and uploads
@@ -233,7 +233,7 @@ class Engine:
             raise ValueError(f"choice must be one of 'replace', 'rename', 'cancel', got {choice!r}")
         name, data = peek(self.held_dir, held_id)
         rel = None if choice == "cancel" else self.save_upload(name, data, on_conflict=choice)
-        take(self.held_dir, held_id)
+        release(self.held_dir, held_id)
         return rel
 
     # --- asking -------------------------------------------------------------------------------------

@@ -290,7 +290,8 @@ def identifier_numbers(question: str) -> list[str]:
     out: dict[str, None] = {}
     for m in _NUMBER_RUN.finditer(text):
         before = text[max(0, m.start() - 20):m.start()]
-        if _QUANTITY_AFTER.match(text, m.end()) or re.search(r"[€$£]\s*$", before) or _QUANTITY_BEFORE.search(before):
+        if (_QUANTITY_AFTER.match(text, m.end()) or re.search(r"[€$£]\s*$", before)
+                or _QUANTITY_BEFORE.search(before)):
             continue
         out.setdefault(m.group(), None)
     return list(out)

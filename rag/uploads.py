@@ -5,8 +5,8 @@ conflict decision) and returns the name it used. It does not index the file: the
 it (`Engine.enqueue`, `Engine.index_files`) like any other file of the folder.
 
 An upload whose name a different file already has waits for the person's choice (replace it, keep both, or
-cancel). Its bytes wait on disk, beside the index (`hold`, `held`, `take`), not in one browser session: a
-reload, another tab or a restart of the app still asks, and the file is never lost while nobody answers.
+cancel). Its bytes wait on disk, beside the index (`hold`, `held`, `peek`, `release`), not in one browser
+session: a reload, another tab or a restart of the app still asks, and the file is never lost meanwhile.
 """
 
 from __future__ import annotations
@@ -50,13 +50,13 @@ class HeldUpload:
 
 
 def hold(held_dir: Path, name: str, data: bytes, existing: str) -> HeldUpload:
-    """Keep an upload's bytes until the person chooses (`take`). The same name and bytes held twice are one.
+    """Keep an upload's bytes until the person chooses (`release`). The same name and bytes held twice are one.
 
     >>> import tempfile; d = Path(tempfile.mkdtemp())
     >>> h = hold(d, "notes.md", b"new", "Notes.md"); h.name, h.size, held(d) == [h]
     ('notes.md', 3, True)
-    >>> take(d, h.id), held(d)
-    (('notes.md', b'new'), [])
+    >>> peek(d, h.id), release(d, h.id), held(d)
+    (('notes.md', b'new'), None, [])
     """
     clean = safe_name(name)
     key = hashlib.sha256(clean.encode() + b"\0" + data).hexdigest()[:16]
@@ -83,12 +83,10 @@ def held(held_dir: Path) -> list[HeldUpload]:
     return out
 
 
-def take(held_dir: Path, held_id: str) -> tuple[str, bytes]:
-    """A held upload's name and bytes, no longer held. Call it once they are saved or refused for good
-    (read first with `peek`): until then they stay on disk."""
-    name, data = peek(held_dir, held_id)
-    shutil.rmtree(held_dir / held_id, ignore_errors=True)
-    return name, data
+def release(held_dir: Path, held_id: str) -> None:
+    """Stop holding an upload: call it once its bytes (`peek`) are saved, or refused for good."""
+    if any(h.id == held_id for h in held(held_dir)):
+        shutil.rmtree(held_dir / held_id, ignore_errors=True)
 
 
 def peek(held_dir: Path, held_id: str) -> tuple[str, bytes]:
