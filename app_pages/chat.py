@@ -195,7 +195,7 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
         "support": rag.floored(c.support),
         # By its distance: less when close, more far out; rounded up, so 66.7% needed never reads "66%".
         "needs": rag.ceiled(gated.rule.needed_by(c)),
-        "lacks": ", ".join(c.missing),
+        "lacks": ", ".join(c.lacking),
         "document": c.doc_name,
         "section": ui.one_line(c.section or c.title, 60),
         "preview": ui.one_line(c.content, 110),
@@ -324,8 +324,8 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
                 if gated.closest is not None:
                     c = gated.closest
                     where = rag.locator(c)
-                    lacks = (f" That passage does not mention: {ui.md_escape(', '.join(c.missing))}."
-                             if c.missing and not rule.passes(c) else "")
+                    lacks = (f" That passage does not mention: {ui.md_escape(', '.join(c.lacking))}."
+                             if c.lacking and not rule.passes(c) else "")
                     st.markdown(f"Closest candidate: **{ui.md_escape(c.doc_name)}** · {ui.md_escape(where)} "
                                 f"at cosine distance **{c.distance:.3f}**.{lacks}")
                     s = gated.closest_supported

@@ -150,7 +150,7 @@ def print_turn(turn: Turn) -> None:
         print(turn.result.feedback_note)
     print(f"{'fused':>5} {'dense':>5} {'bm25':>5} {'dist':>6} {'supp':>5} {'need':>5}  {'verdict':<26} document / section")
     for c, v in zip(g.candidates, g.verdicts):
-        lacks = f"  (lacks: {', '.join(c.missing)})" if c.missing else ""
+        lacks = f"  (lacks: {', '.join(c.lacking)})" if c.lacking else ""
         print(f"{c.fused_rank:>5} {_fmt(c.dense_rank):>5} {_fmt(c.bm25_rank):>5} {c.distance:6.3f} {percent(c.support):>5} "
               f"{round(ceiled(rule.needed_by(c)) * 100):>4d}%  "
               f"{v:<26} {c.doc_name}{' / ' + c.section if c.section else ''}{lacks}")

@@ -209,7 +209,8 @@ class Candidate:
     # question is about something the folder never mentions, so no passage is evidence for it (rag.gate).
     absent_names: tuple[str, ...] = ()
     # Names the question writes (not acronyms) that the folder uses but this chunk does not: it is about
-    # something else ("Project Heron" for a question about Project Lantern), and fails (rag.gate).
+    # something else ("Project Heron" for a question about Project Lantern), and fails (rag.gate). Also
+    # numbers written as names, a follow-up's from the question it was joined to ("2" of "Level 2").
     lacks_names: tuple[str, ...] = ()
     # Codes the question names (`is_code`: ERR-4017, UTF-8), or a follow-up names through "it" (those of the
     # question it was joined to), that this chunk holds, exactly as one token: such a chunk passes the
@@ -229,6 +230,11 @@ class Candidate:
     # The content hash of the document version the passage was read from: a citation's link carries it, so
     # the viewer can tell an old answer's offsets from the current text's after the file changed.
     version: str = ""
+
+    @property
+    def lacking(self) -> tuple[str, ...]:
+        """What the table shows it lacks: the question's words, then a name of the question before it."""
+        return self.missing + tuple(n for n in self.lacks_names if n not in self.missing)
 
 
 @dataclass

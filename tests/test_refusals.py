@@ -1151,6 +1151,8 @@ def test_a_number_written_as_a_name_is_one(make_engine, tmp_path):
     juniors = engine.ask("And for juniors?", history=[level2.result.query])
     assert juniors.answer.refused, juniors.answer.text  # the folder gives no junior price for Level 2
     assert juniors.gated.refusal.endswith('never mention "2", which the question before it names')
+    level1 = next(c for c in juniors.result.candidates if "260 euros" in c.content)
+    assert level1.lacking == ("2",) and level1.missing == ()  # the table's "lacks" column says so
     level3 = engine.ask("What about Level 3?", history=[level2.result.query])
     assert "350 euros" in level3.answer.text, level3.gated.refusal
     for question, needle in (("When is the 2026 regatta?", "12 and 13 September"),
