@@ -1074,6 +1074,7 @@ FIRE = ("# Fire safety\n\n## Extinguishers\n\nFire extinguishers are inspected {
     ("How often are fire extinguishers checked?", "", None),  # no frequency given: the word is still lacking
     ("Quanto custa a renda?", "", "1.385 euros"),
     ("Qual é o valor da caução?", "", "4.155 euros"),  # "valor": a value of money, as "custa" asks
+    ("Quanto pago de renda por mês?", "", "1.385 euros"),  # "pago", as a trial asked of a locker's price
 ])
 def test_a_word_asking_for_a_measure_is_held_by_a_value_of_it(make_engine, tmp_path, question, when, needle):
     engine = engine_on(make_engine, tmp_path / "office", {"fire.md": FIRE.format(when=when),
@@ -1084,7 +1085,7 @@ def test_a_word_asking_for_a_measure_is_held_by_a_value_of_it(make_engine, tmp_p
         assert "often" in passage.missing and passage.support < 1.0
     else:
         assert any(needle in c.content for c in turn.gated.kept), turn.gated.refusal
-        measure = next(w for w in ("often", "custa", "valor") if w in question)
+        measure = next(w for w in ("often", "custa", "valor", "pago") if w in question)
         assert measure not in next(c for c in turn.gated.kept if needle in c.content).missing
 
 
@@ -1148,6 +1149,8 @@ def test_a_number_written_as_a_name_is_one(make_engine, tmp_path):
     assert year.answer.refused and year.gated.because == ABSENT and '"2025"' in year.gated.refusal
     level2 = engine.ask("How much does the Level 2 course cost?")
     assert "310 euros" in level2.answer.text and "260 euros" not in level2.answer.text, level2.answer.text
+    # Nor the Level 3 sentence of the same section, "Level 2 and Level 3": read under that heading it held "2".
+    assert "350 euros" not in level2.answer.text, level2.answer.text
     juniors = engine.ask("And for juniors?", history=[level2.result.query])
     assert juniors.answer.refused, juniors.answer.text  # the folder gives no junior price for Level 2
     assert juniors.gated.refusal.endswith('never mention "2", which the question before it names')
