@@ -43,7 +43,7 @@ from rag.citations import NO_ANSWER_SENTENCE, CitationCheck, check_citations, nu
 from rag.embed import Embedder, count_tokens
 from rag.followup import referred_words
 from rag.gate import Citation, Gated
-from rag.lexical import LANGUAGES, analyze, fold, holds_value, question_terms, term_tokens
+from rag.lexical import LANGUAGES, analyze, fold, holds_value, identifier_numbers, question_terms, term_tokens
 from rag.llm import ChatClient, LLMError
 
 
@@ -215,6 +215,10 @@ class ExtractiveGenerator:
         out = []
         for i in np.argsort(-sims, kind="stable"):
             held = question_words_held(terms, read[i])
+            if own := identifier_numbers(pool[i][3]):
+                # A sentence naming its own number is not held by its heading's: "Level 3 costs 350 euros"
+                # under "Level 2 and Level 3" does not answer "How much does the Level 2 course cost?".
+                held = tuple(t for t in held if not t.isdigit() or t in own)
             out.append(ChosenSentence(pool[i][0], pool[i][3], float(sims[i]), pool[i][1], pool[i][2],
                                       len(held) / len(terms) if terms else 1.0, held))
         if searched:
