@@ -96,10 +96,9 @@ def handle_uploads(ws: Workspace, files: Iterable, source: str = "upload") -> li
             continue
         done.add(fid)
         data = f.getvalue()
-        same = ws.engine.folder / rag.safe_name(f.name)
-        if same.is_file() and same.read_bytes() == data:
+        if same := ws.engine.already_there(f.name, data):
             # Nothing to save or index: say so (a trial dropped a file already there and saw it indexed again).
-            log_outcome(f.name, "unchanged", "already in the folder with the same content")
+            log_outcome(f.name, "unchanged", f"already in the folder as {same} with the same content")
             continue
         try:
             saved.append(ws.engine.save_upload(f.name, data, on_conflict="ask"))

@@ -39,7 +39,7 @@ from rag.library import VISIBLE, DocRecord, Stamp, mark_index_dir
 from rag.queue import FolderWatcher, QueueItem
 from rag.search import FEEDBACK_RULE, SearchResult, Snapshot, hybrid_search, question_weights
 from rag.settings import DEFAULT_THRESHOLD, Settings
-from rag.uploads import HELD_DIR, HeldUpload, held, peek, release, save_upload
+from rag.uploads import HELD_DIR, HeldUpload, already_there, held, peek, release, save_upload
 from rag.viewer import Located, ViewerError, locate
 
 # Re-exported: tests and tools import these from here, where they were defined before indexing and uploads
@@ -215,6 +215,11 @@ class Engine:
         (`rag.uploads.save_upload`)."""
         return save_upload(self.folder, name, data, lock=self.lock, max_upload_mb=self.settings.max_upload_mb,
                            on_conflict=on_conflict, held_dir=self.held_dir)
+
+    def already_there(self, name: str, data: bytes) -> str | None:
+        """The folder's file these uploaded bytes already are (same name up to case, same bytes), or None:
+        nothing to save or index."""
+        return already_there(self.folder, name, data)
 
     @property
     def held_dir(self) -> Path:

@@ -422,7 +422,7 @@ class Gated:
         # "junior"" was said of a document whose other kept passage, the cited one, holds it).
         lacking: dict[str, tuple[str, list[str]]] = {}
         for c in kept:
-            name, words = lacking.setdefault(c.doc_id, (c.doc_name, list(c.missing)))
+            _, words = lacking.setdefault(c.doc_id, (c.doc_name, list(c.missing)))
             words[:] = [w for w in words if w in c.missing]
         docs = list(lacking.values())
         for i, (p_name, p_lacks) in enumerate(docs):

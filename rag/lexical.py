@@ -50,6 +50,12 @@ def _stopwords(lang: str) -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=None)
+def _not_content() -> frozenset[str]:
+    """Every supported language's stopwords and the words of asking: what is never a question's own word."""
+    return frozenset().union(*(_stopwords(lang) for lang in LANGUAGES)) | QUESTION_FILLER
+
+
+@functools.lru_cache(maxsize=None)
 def _stemmer(lang: str):
     import Stemmer
 
@@ -148,7 +154,7 @@ def question_terms(question: str, measures: bool = True) -> list[str]:
     >>> question_terms("How long do I bake the cake? How big can an upload be?", measures=False)
     ['bake', 'cake', 'upload']
     """
-    stop = frozenset().union(*(_stopwords(lang) for lang in LANGUAGES)) | QUESTION_FILLER
+    stop = _not_content()
     out: dict[str, None] = {}
     previous = ""
     for m in _TOKEN.finditer(unicodedata.normalize("NFC", question.lower())):
@@ -298,7 +304,6 @@ def identifier_numbers(question: str) -> list[str]:
     return list(out)
 
 
-
 def number_tokens(number: str, question: str = "") -> tuple[str, ...]:
     """The index tokens that write a number: its digits, and for a small one its words in both languages,
     unless `question` writes it as a label after a word ("Level 2", "sala 3"): "two weekends" is not Level 2.
@@ -309,7 +314,7 @@ def number_tokens(number: str, question: str = "") -> tuple[str, ...]:
     ('2', 'two', 'dois')
     """
     out = {number: None}
-    stop = frozenset().union(*(_stopwords(lang) for lang in LANGUAGES)) | QUESTION_FILLER
+    stop = _not_content()
     label = any(fold(m.group(1)) not in stop for m in re.finditer(
         r"([^\W\d_]+)\s+" + re.escape(number) + r"(?!\d)", unicodedata.normalize("NFC", question.lower())))
     if not label and number.isdigit() and 1 <= int(number) <= 12 and number == str(int(number)):

@@ -488,12 +488,13 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     # about another ("Level 1 costs 260 euros"; found by a user trial). A follow-up with no number of its own
     # keeps the one of the question it is joined to ("And for juniors?" after the Level 2 course's price).
     numbers, said = [n for n in identifier_numbers(own) if n in terms], own
-    if not numbers and not rewritten and query != question:
+    earlier = not numbers and not rewritten and query != question
+    if earlier:
         said = query[:-len(question)]
         numbers = identifier_numbers(said)
     forms = {n: number_tokens(n, said) for n in numbers}
-    if snapshot.chunks:
-        never = tuple(n for n in numbers if n in terms and not any(snapshot.lexical.known(t) for t in forms[n]))
+    if snapshot.chunks and not earlier:  # one of its own the folder never writes is absent, like a name
+        never = tuple(n for n in numbers if not any(snapshot.lexical.known(t) for t in forms[n]))
         unknown, absent = unknown + never, absent + never
 
     def lacks(position: int, missing: tuple[str, ...]) -> tuple[str, ...]:

@@ -135,10 +135,10 @@ def save_upload(folder: Path, name: str, data: bytes, *, lock: WriterLock, max_u
     if target.parent != folder.resolve():
         raise UploadError(f"{name}: not a plain file name")
     with lock:
+        if same := already_there(folder, clean, data):
+            return same
         existing = _existing_variant(folder, clean)
         if existing is not None:
-            if existing.read_bytes() == data:
-                return existing.name
             if on_conflict == "ask":
                 waiting = hold(held_dir, clean, data, existing.name) if held_dir is not None else None
                 raise UploadConflict(f"a different file named {existing.name} is already in the folder; "
@@ -155,6 +155,13 @@ def save_upload(folder: Path, name: str, data: bytes, *, lock: WriterLock, max_u
         tmp.write_bytes(data)
         os.replace(tmp, target)  # never a half-written file under the real name
     return target.name
+
+
+def already_there(folder: Path, name: str, data: bytes) -> str | None:
+    """The folder's file that these bytes under this name would be (up to case and Unicode normalisation),
+    when it holds the same bytes: saving them changes nothing. None otherwise."""
+    existing = _existing_variant(folder, safe_name(name))
+    return existing.name if existing is not None and existing.read_bytes() == data else None
 
 
 def _existing_variant(folder: Path, name: str) -> Path | None:

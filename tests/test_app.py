@@ -401,8 +401,8 @@ def test_name_conflict_asks_then_keeps_both(engine, folder):
     at = app().run()
     original = (folder / "uploading.md").read_bytes()
     # The same file again: nothing to ask, save or index, and the sidebar says so.
-    at.sidebar.file_uploader(key="uploader").set_value(("uploading.md", original, "text/markdown")).run()
-    assert "uploading.md: unchanged, already in the folder with the same content" in alerts(at, "info")
+    at.sidebar.file_uploader(key="uploader").set_value(("Uploading.md", original, "text/markdown")).run()
+    assert "Uploading.md: unchanged, already in the folder as uploading.md with the same content" in alerts(at, "info")
     assert not at.sidebar.warning
     item = engine.queue.get("uploading.md")
     assert item is None or item.source != "upload"  # not queued again
