@@ -33,7 +33,7 @@ from rag.chunk import strategy
 from rag.embed import Embedder, load_embedder
 from rag.gate import GATE_RULES, NO_SUPPORT_TEST, Gated, SupportRule, gate
 from rag.indexer import EMBED_GROUP, FileOutcome, Indexer, Progress, SyncReport, languages_of
-from rag.lexical import LANGUAGE_NAMES, question_language
+from rag.lexical import LANGUAGE_NAMES, question_language, word_rules
 from rag.llm import LLMError
 from rag.library import VISIBLE, DocRecord, Stamp, mark_index_dir
 from rag.queue import FolderWatcher, QueueItem
@@ -303,7 +303,7 @@ class Engine:
                tuple(self.embedder.languages), sorted(self._languages), self._main_language(), s.min_support,
                s.close_support, s.close_percentile, s.rise_percentile, s.calibration_budget, s.calibration_floor,
                s.calibration_ceiling,
-               questions_digest(), GATE_RULES, self.indexer.content_key]
+               questions_digest(), GATE_RULES, word_rules(), self.indexer.content_key]
         return hashlib.sha1(repr(key).encode("utf-8")).hexdigest()
 
     def calibrated(self, stale_ok: bool = False) -> Calibration | None:

@@ -229,7 +229,11 @@ _PERIOD = (r"(seconds?|minutes?|hours?|days?|nights?|mornings?|evenings?|weeks?|
            r"|noites?|manhãs?|semanas?|meses|mês|trimestres?|anos?)")
 _VALUES = {
     "temperature": _NUMBER + r"(°|º|degrees?\b|graus?\b)",
-    "cost": r"(" + _NUMBER + r"(€|euros?\b|dollars?\b|reais\b|eur\b|usd\b)|[€$£]\s*\d)",
+    # "free of charge" gives a price too: "How much does it cost to hire a Laser dinghy?" and "Members may book
+    # them free of charge" (a trial's answer quoted the sentence before it, which holds the boat's name).
+    "cost": r"(" + _NUMBER + r"(€|euros?\b|dollars?\b|reais\b|eur\b|usd\b)|[€$£]\s*\d|\bfree of charge\b"
+            r"|\b(for|is|are) free\b|\bno charge\b|\bat no cost\b|\bgrátis\b|\bgratuit[oa]s?\b|\bsem custos?\b"
+            r"|\bde graça\b)",
     "time": r"\b\d{1,2}\s*([:h]\d{2}\b|[ap]\.?m\b)",
     "duration": _NUMBER + r"(seconds?|minutes?|hours?|days?|weeks?|months?|years?|segundos?|minutos?|horas?|dias?"
                           r"|semanas?|meses|mês|anos?)\b",
@@ -278,6 +282,14 @@ _QUANTITY_BEFORE = re.compile(r"\b(more|less|fewer|over|under|above|below|least|
 # A small number the passage may write as a word: "three boats" holds the 3 of "3 boats".
 NUMBER_WORDS = {"en": "one two three four five six seven eight nine ten eleven twelve".split(),
                 "pt": "um dois três quatro cinco seis sete oito nove dez onze doze".split()}
+
+
+def word_rules() -> str:
+    """The word lists and patterns the support test reads (measure words and their values, words of asking,
+    what makes a number a quantity), as one text: part of the calibration's fingerprint, so that adding a
+    measure word recalibrates a stored folder as a new gate rule does (`rag.gate.GATE_RULES`)."""
+    return repr((sorted(MEASURES.items()), sorted(_VALUES.items()), sorted(_ALSO.items()), sorted(QUESTION_FILLER),
+                 _QUANTITY_AFTER.pattern, _QUANTITY_BEFORE.pattern, sorted(NUMBER_WORDS.items())))
 
 
 def identifier_numbers(question: str) -> list[str]:
@@ -337,6 +349,10 @@ def holds_value(term: str, text: str) -> bool:
     >>> holds_value("size", "Standard plots measure 3 by 6 metres."), holds_value("long", "The bench is 2 m long.")
     (True, True)
     >>> holds_value("size", "There are 42 plots."), holds_value("large", "It is 5 minutes away.")
+    (False, False)
+    >>> holds_value("cost", "Members may book them free of charge."), holds_value("custa", "A inscrição é gratuita.")
+    (True, True)
+    >>> holds_value("cost", "Free time after lunch."), holds_value("price", "Feel free to ask.")
     (False, False)
     """
     kinds = (MEASURES[term],) + _ALSO.get(term, ()) if term in MEASURES else ()

@@ -450,3 +450,19 @@ def test_a_sentence_opening_with_a_pronoun_is_quoted_with_the_one_before_it(make
         if "She answers" in text:
             assert "Club secretary: Ana Sousa. She answers email at secretary@gull.example. [1]" in text, text
     assert "Ana Sousa. She answers" in engine.ask("Who answers email?").answer.text
+
+
+def test_free_of_charge_answers_what_it_costs(make_engine):
+    """A trial's "How much does it cost to hire a Laser dinghy for a full day?" quoted only "The club owns six
+    Laser dinghies…": the sentence that gives the price says "free of charge", which held no word of the
+    question. It is a value of what "cost" asks for, as "45 euros" is."""
+    engine = make_engine()
+    (engine.folder / "boats.md").write_text(
+        "# Club boats\n\n## Dinghies\n\nThe club owns six Laser dinghies and four RS Feva dinghies. Members may "
+        "book them free of charge for up to three hours.\n\n## Keelboat hire\n\nThe keelboat Gaivota costs 90 "
+        "euros a day for members, with a deposit of 200 euros.\n", encoding="utf-8")
+    engine.sync()
+    turn = engine.ask("How much does it cost to hire a Laser dinghy?")
+    assert not turn.answer.refused, turn.answer.text
+    assert "free of charge" in turn.answer.text, turn.answer.text
+    assert "cost" not in turn.gated.kept[0].missing

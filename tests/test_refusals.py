@@ -18,6 +18,7 @@ from rag.calibration import KINDS, calibrate, choose_threshold, question_kinds, 
 from rag.cli import main as cli
 from rag.calibration import evidence_distance
 from rag.gate import ABSENT, UNNAMED, WORDLESS, absent_text, off_subject_text, wordless_text
+from rag import lexical
 from rag.lexical import LexicalIndex, is_code, question_names, question_terms
 from rag.search import Candidate, SearchResult
 
@@ -945,6 +946,16 @@ def test_calibration_is_recomputed_when_the_folder_changes_and_not_otherwise(mak
     # Feedback reorders the unrelated questions' candidates, so it is part of it as well.
     no_feedback = make_engine(folder, index_dir=tmp_path / "idx2", feedback=0)
     assert no_feedback.calibration_fingerprint() != engine.calibration_fingerprint()
+
+
+def test_a_new_measure_word_recalibrates(make_engine, monkeypatch):
+    """The measure words and their values decide which unrelated questions pass, so a calibration stored
+    before one was added ("free of charge" as a price) is computed again, as after a new gate rule."""
+    engine = make_engine()
+    before = engine.calibration_fingerprint()
+    assert engine.calibration_fingerprint() == before  # the same rules, the same fingerprint
+    monkeypatch.setitem(lexical.MEASURES, "tarifa", "cost")
+    assert engine.calibration_fingerprint() != before
 
 
 RECIPES = {
