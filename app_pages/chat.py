@@ -162,8 +162,9 @@ def show_answer(turn_no: int, ans: rag.Answer, gated: rag.Gated, mode_name: str,
     if ans.flags:
         st.warning("Citation check:\n" + "\n".join(f"- {ui.md_escape(f)}" for f in ans.flags),
                    icon=":material/rule:")
-    if gated.paraphrase_note and not ans.refused:
-        st.caption(":material/help: " + ui.md_escape(gated.paraphrase_note))
+    for note in (gated.paraphrase_note, gated.unsaid_note):  # at most one of them is said
+        if note and not ans.refused:
+            st.caption(":material/help: " + ui.md_escape(note))
     if gated.split_note and not ans.refused:
         st.warning(ui.md_escape(gated.split_note), icon=":material/call_split:")
     if ans.prompt_tokens is not None:

@@ -89,6 +89,7 @@ def turn_to_json(turn: Turn) -> dict:
                          for k, v in dataclasses.asdict(turn.gated.rule).items()},
         "failed_test": turn.gated.failed,
         "missing_words": list(turn.gated.missing),
+        "unsaid_words": list(turn.gated.unsaid),  # an answer's: the question's words no kept passage holds
         "closest_distance": turn.gated.closest.distance if turn.gated.closest else None,
         "citations": [dataclasses.asdict(c) for c in turn.gated.citations],
         "candidates": [dict(dataclasses.asdict(c), verdict=v) for c, v in zip(turn.gated.candidates, turn.gated.verdicts)],
@@ -113,8 +114,9 @@ def print_turn(turn: Turn) -> None:
     print(a.text)
     if g.paraphrase_note and not a.refused:
         print(f"\n{g.paraphrase_note}")
-    if g.split_note and not a.refused:
-        print(f"\n{g.split_note}")
+    for note in (g.unsaid_note, g.split_note):
+        if note and not a.refused:
+            print(f"\n{note}")
     if a.note:
         print(f"\nnote: {a.note}")
     for flag in a.flags:

@@ -408,6 +408,37 @@ class Gated:
         return paraphrase_text(max(c.support for c in self.kept), self.rule.min_support, self.missing)
 
     @property
+    def unsaid(self) -> tuple[str, ...]:
+        """The question's words that no kept passage holds, in the question's order (() when refused, or when
+        some passage holds them all)."""
+        kept = self.kept if self.refusal is None else []
+        if not kept:
+            return ()
+        lacking = set.intersection(*(set(c.missing) for c in kept))
+        return tuple(w for w in kept[0].missing if w in lacking)
+
+    @property
+    def unsaid_note(self) -> str | None:
+        """A caution beside an answer whose passages all lack some of the question's words: a near miss is
+        answered from a passage on the question's subject that does not give what it asks ("How much does the
+        Level 3 course cost for juniors?" and the adults' prices; "When was the treasurer elected?" and the
+        list of officers: two trials' most common bluff). Only said, not gated: right answers use their own
+        words about as often (SQuAD: half of the right answers lack a word of the question, against two
+        thirds of the near misses answered), so the reader judges, with the words to look for. None when
+        nothing is missing, and when the close-paraphrase caution, which names them, is said instead.
+
+        >>> from rag.search import Candidate
+        >>> row = Candidate("c1", "d1", "courses.md", "", "", "", 0, 0, None, None, "text", 1, 0.1, 0.4, 1, 1,
+        ...                 1.0, support=0.8, missing=("juniors",))
+        >>> Gated("q", 0.8, 4, [row], [KEPT], [], None, row, SupportRule(0.5)).unsaid_note
+        'The quoted passages never mention "juniors": check that they answer what you asked.'
+        """
+        words = self.unsaid
+        if not words or self.paraphrase_only:
+            return None
+        return f"The quoted passages never mention {quoted(words[:4])}: check that they answer what you asked."
+
+    @property
     def split_note(self) -> str | None:
         """A caution beside an answer whose kept passages, from different documents, each lack words the
         other holds: no one passage holds the question, and the answer may join what two documents say about

@@ -561,6 +561,21 @@ def test_an_answer_kept_only_as_close_paraphrases_says_so_and_names_what_is_miss
     assert sum("Kept as close paraphrases" in plain(c.value) for c in at.caption) == 1
 
 
+def test_an_answer_whose_passages_never_mention_a_question_word_names_it(engine):
+    """A near miss held well enough to pass ("in gigabytes": the folder gives the limit in megabytes) is
+    answered with the word no quoted passage mentions beside it, for the reader to judge."""
+    at = app().run()
+    at.chat_input[0].set_value("How large can an uploaded PDF be in gigabytes?").run()
+    assert not at.exception, at.exception
+    assert citations(at)
+    note = [plain(c.value) for c in at.caption if "The quoted passages never mention" in plain(c.value)]
+    assert note == [':material/help: The quoted passages never mention "gigabytes": check that they answer what '
+                    'you asked.'], note
+    at.chat_input[0].set_value("How many commands does set-up take?").run()  # held in full: no such note
+    assert not at.exception, at.exception
+    assert sum("The quoted passages never mention" in plain(c.value) for c in at.caption) == 1
+
+
 def test_an_upload_reply_survives_the_start_of_a_run_and_is_sent_once():
     """The reply telling the browser where to upload a dropped file outlives the queue clearing a new run
     does (a question asked at the moment of a drop); Streamlit's own clear drops it, which is why. Once

@@ -337,6 +337,41 @@ def test_an_answer_joining_two_documents_that_each_lack_the_others_words_says_so
     assert note in capsys.readouterr().out
 
 
+def test_an_answer_whose_passages_all_lack_a_question_word_names_it(make_engine, tmp_path, capsys):
+    # Two trials' most common bluff was a near miss: "How much does the Level 3 course cost for juniors?"
+    # answered with the adults' price, "When was the treasurer elected?" with the list of officers. Such a
+    # passage holds enough of the question to pass, so it is said beside the answer, not gated.
+    engine = indexed_folder(make_engine, tmp_path, "club", {
+        "courses.md": "# Sailing courses\n\n## Dinghy course\n\nThe dinghy course costs 180 euros for adults. "
+                      "It runs over two weekends in May and June, with an instructor for every four sailors.\n\n"
+                      "## Officers\n\nThe club's officers are the president, Rui Costa, the treasurer, Helena "
+                      "Dias, and the secretary, Ana Sousa.\n",
+        "boats.md": "# Boats\n\nThe club owns six Laser dinghies and two keelboats. Members may hire a keelboat "
+                    "for 90 euros a day.\n"})
+    for question, word in (("How much does the weekend dinghy course in May cost for juniors?", "juniors"),
+                           ("When was the club treasurer Helena Dias elected?", "elected")):
+        g = engine.ask(question, threshold=0.8).gated
+        assert g.kept and g.kept[0].doc_name == "courses.md", g.refusal
+        assert all(word in c.missing for c in g.kept) and not g.paraphrase_only
+        assert g.unsaid == (word,)
+        assert g.unsaid_note == f'The quoted passages never mention "{word}": check that they answer what you asked.'
+    # A passage holding every word leaves nothing unsaid, though another kept one lacks some.
+    whole = engine.ask("How much does the dinghy course cost?", threshold=0.8).gated
+    assert whole.kept and whole.unsaid == () and whole.unsaid_note is None
+    # A refusal has no such note: there is no answer to check.
+    refused = engine.ask("What is the capital of Peru?", threshold=0.8)
+    assert refused.answer.refused and refused.gated.unsaid == () and refused.gated.unsaid_note is None
+    from rag.cli import main
+    question = "How much does the weekend dinghy course in May cost for juniors?"
+    args = ["--folder", str(tmp_path / "club"), "--index-dir", str(tmp_path / "idx"), "--config",
+            str(tmp_path / "none.toml"), "ask", "--threshold", "0.8"]
+    assert main(args + [question]) == 0
+    assert 'never mention "juniors"' in capsys.readouterr().out
+    assert main(args + ["--json", question]) == 0
+    import json
+    assert json.loads(capsys.readouterr().out)["unsaid_words"] == ["juniors"]
+
+
 GARDEN = """# Riverside Community Garden Handbook
 
 ## Plots
