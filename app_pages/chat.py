@@ -229,6 +229,7 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
                  f"Needs {gated.rule.min_support:.0%}"
                  + (f", or {gated.rule.relaxation} unless the question names something the folder never mentions"
                     if gated.rule.relaxation else "")
+                 + (f"; {gated.rule.ramp}" if gated.rule.ramp else "")
                  + (f"; {gated.rule.rising}" if gated.rule.rising else "")
                  + ". A question naming something the folder never mentions fails every passage."),
         "needs": st.column_config.NumberColumn(
@@ -377,8 +378,9 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
         kept = sum(1 for v in gated.verdicts if v == rag.KEPT)
         with st.expander(f"Retrieval: {len(gated.candidates)} candidates, {kept} kept", expanded=live):
             if rule.relaxation:
+                ramp = f"; then {rule.ramp}" if rule.ramp else ""
                 rising = f"; {rule.rising}, where unrelated questions start to find passages" if rule.rising else ""
-                close = f" ({rule.relaxation}, nearer than any unrelated question comes to this folder{rising})"
+                close = f" ({rule.relaxation}, nearer than any unrelated question comes to this folder{ramp}{rising})"
             else:
                 close = " (no lower share for close passages until the folder is calibrated)"
             st.caption(f"Evidence: cosine distance ≤ {gated.threshold:.3f} and support ≥ {rule.min_support:.0%} of "

@@ -212,7 +212,8 @@ class Calibration:
     computed_at: float = 0.0
     seconds: float = 0.0
 
-    def rule(self, lang: str, min_support: float, close_support: float) -> SupportRule:
+    def rule(self, lang: str, min_support: float, close_support: float,
+             ramp_support: float | None = None) -> SupportRule:
         """The support test for a question language (an unclear one: the smallest close distance)."""
         closes = [c.close for c in self.languages.values()]
         close = self.languages[lang].close if lang in self.languages else min(closes, default=-1.0)
@@ -224,7 +225,7 @@ class Calibration:
                        default=None)
         if rise is None:
             return SupportRule(min_support, close, close_support)
-        return SupportRule(min_support, close, close_support, rise[0], rise[1])
+        return SupportRule(min_support, close, close_support, rise[0], rise[1], ramp_support)
 
     def threshold(self, lang: str) -> float | None:
         """The calibrated threshold for a question language; for an unclear one the strictest of all."""
@@ -280,7 +281,8 @@ Search = Callable[[str, np.ndarray], SearchResult]  # (question, its vector) -> 
 
 def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: str, min_support: float,
               close_support: float, budget: float, floor: float, ceiling: float,
-              close_percentile: float = 0.0, rise_percentile: float = 1.0) -> Calibration:
+              close_percentile: float = 0.0, rise_percentile: float = 1.0,
+              ramp_support: float | None = None) -> Calibration:
     """Search every unrelated question of every language once and choose each language's threshold and
     close distance. `vectors[lang]` holds the embeddings of `unrelated_questions(lang)`, in order.
 
@@ -305,7 +307,7 @@ def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: st
         close = close_distance(own, close_percentile)
         rise = rise_distance(own, rise_percentile, ceiling)
         rule = (SupportRule(min_support, close, close_support) if rise is None
-                else SupportRule(min_support, close, close_support, rise, ceiling))
+                else SupportRule(min_support, close, close_support, rise, ceiling, ramp_support))
         values = [evidence_distance(r, rule) for r in results]
         by_kind = []
         for kind, _ in KINDS:

@@ -137,6 +137,7 @@ def print_turn(turn: Turn) -> None:
     note = f"; {turn.threshold.note}" if turn.threshold else ""
     rule = g.rule
     close = f", {rule.relaxation}" if rule.relaxation else ""
+    close += f", {rule.ramp}" if rule.ramp else ""
     close += f", {rule.rising}" if rule.rising else ""
     print(f"\nRetrieval (threshold {g.threshold:.3f}{note}; support at least {rule.min_support:.0%}{close}; "
           f"at most {g.max_chunks} kept)")

@@ -301,7 +301,7 @@ class Engine:
         key = [self.embedder.name, self.embedder.dimension, self.strategy.version, s.candidates, s.rrf_k, s.bm25_k1,
                s.bm25_b, s.fusion, s.feedback, FEEDBACK_RULE, s.dense_weight, s.dense_weight_unread, s.bm25_weight,
                tuple(self.embedder.languages), sorted(self._languages), self._main_language(), s.min_support,
-               s.close_support, s.close_percentile, s.rise_percentile, s.calibration_budget, s.calibration_floor,
+               s.close_support, s.close_percentile, s.rise_percentile, s.ramp_support, s.calibration_budget, s.calibration_floor,
                s.calibration_ceiling,
                questions_digest(), GATE_RULES, word_rules(), self.indexer.content_key]
         return hashlib.sha1(repr(key).encode("utf-8")).hexdigest()
@@ -330,7 +330,7 @@ class Engine:
                                         min_support=s.min_support, close_support=s.close_support,
                                         budget=s.calibration_budget, floor=s.calibration_floor,
                                         ceiling=s.calibration_ceiling, close_percentile=s.close_percentile,
-                                        rise_percentile=s.rise_percentile)
+                                        rise_percentile=s.rise_percentile, ramp_support=s.ramp_support)
                 self.calibrations += 1
                 try:
                     calibration.save(self._calibration_path)
@@ -358,7 +358,7 @@ class Engine:
         # rather than recompute it for each question; it is recomputed once the queue empties.
         calibration = self.calibrated(stale_ok=self.queue.busy())
         calibrated = calibration.threshold(lang) if calibration else None
-        rule = calibration.rule(lang, s.min_support, s.close_support) if calibration else SupportRule(s.min_support)
+        rule = calibration.rule(lang, s.min_support, s.close_support, s.ramp_support) if calibration else SupportRule(s.min_support)
         by_lang = s.thresholds_by_language
         if given is not None:
             return ThresholdChoice(given, "given", f"set by you: {given:.3f}", calibrated, rule)

@@ -10,10 +10,13 @@ tests, in this order:
    found in the passage (`Candidate.support`, computed by search) is at least `SupportRule.min_support`
    (half), or, for a passage closer than any unrelated question comes to this folder
    (`SupportRule.close`, from the calibration), at least `SupportRule.close_support`: a close paraphrase
-   may use its own words, a far one may not. Farther than most unrelated questions' nearest passages
-   (`SupportRule.rise_from`, from the calibration) the share needed rises, to every word at the calibration
-   ceiling (`rise_to`): out there half the words is as likely a near miss ("What is the monthly condominium
-   fee?" and an invoice policy's late fee) as an answer.
+   may use its own words, a far one may not. Between the two, where unrelated questions still rarely find
+   their nearest passage, the share needed grows with the distance, from `SupportRule.ramp_support` just
+   past the close distance to the full share at `rise_from` (a right passage in its own words sits there:
+   "What is Norman art's most well known piece?" at 0.34 holding 36%). Farther than most unrelated
+   questions' nearest passages (`SupportRule.rise_from`, from the calibration) the share needed rises, to
+   every word at the calibration ceiling (`rise_to`): out there half the words is as likely a near miss
+   ("What is the monthly condominium fee?" and an invoice policy's late fee) as an answer.
 
 A question that names something the folder never mentions (`Candidate.absent_names`: "Falcon" in "When
 does Project Falcon go live?", "YouTube", "Peru", written as names, with no word of the folder one letter
@@ -91,7 +94,8 @@ OFF_SUBJECT = "lacks the earlier question's subject"
 
 # Names the version of the tests below: a change to them recalibrates every folder (part of the calibration's
 # fingerprint), since the calibrated threshold is chosen with them.
-GATE_RULES = ("support-8: far out the share needed rises to every word; a measure word is held by a value of "
+GATE_RULES = ("support-9: between the close distance and the rise the share needed grows; far out the share "
+              "needed rises to every word; a measure word is held by a value of "
               "it; a follow-up's subject may be held by the passage's document; a name the folder never mentions "
               "fails every passage (an acronym: no close relaxation); "
               "a passage lacking a name the folder uses fails; a number written as a name is one; "
@@ -275,6 +279,14 @@ class SupportRule:
     >>> rule = SupportRule(0.5, 0.4, 0.2, rise_from=0.6, rise_to=0.8)
     >>> [round(rule.needed(d), 3) for d in (0.6, 0.7, 0.8, 0.9)]
     [0.5, 0.75, 1.0, 1.0]
+
+    Between the close distance and `rise_from` the share grows from `ramp_support` to `min_support` (with
+    no ramp, `ramp_support` None, it steps from `close_support` to `min_support`); a question naming
+    something the folder never uses gets neither relaxation.
+
+    >>> rule = SupportRule(0.5, 0.4, 0.2, rise_from=0.6, rise_to=0.8, ramp_support=0.3)
+    >>> [round(rule.needed(d), 3) for d in (0.4, 0.41, 0.5, 0.6, 0.7)], rule.needed(0.5, ("youtube",))
+    ([0.2, 0.31, 0.4, 0.5, 0.75], 0.5)
     """
 
     min_support: float = 0.0
@@ -282,6 +294,8 @@ class SupportRule:
     close_support: float = 0.0
     rise_from: float = math.inf  # past this distance the share needed rises, reaching 1.0 at `rise_to`
     rise_to: float = math.inf
+    # Just past `close`, the share needed; it grows to `min_support` at `rise_from` (None: no such ramp).
+    ramp_support: float | None = None
 
     @property
     def relaxation(self) -> str:
@@ -293,6 +307,29 @@ class SupportRule:
         if self.close < 0:
             return ""
         return f"{self.close_support:.0%} for a passage at distance ≤ {self.close:.3f}"
+
+    @property
+    def ramping(self) -> bool:
+        """Whether the share needed grows between the close distance and `rise_from`."""
+        return (self.ramp_support is not None and self._ramp_start < self.min_support
+                and 0 <= self.close < self.rise_from < math.inf)
+
+    @property
+    def _ramp_start(self) -> float:
+        # Held between the two shares it joins: a person lowering min_support under it gets no odd bump.
+        return min(max(self.ramp_support or 0.0, self.close_support), self.min_support)
+
+    @property
+    def ramp(self) -> str:
+        """The growing share in words, for the screen ("" when there is none).
+
+        >>> SupportRule(0.5, 0.4, 0.2, 0.6, 0.8, ramp_support=0.35).ramp, SupportRule(0.5, 0.4, 0.2, 0.6, 0.8).ramp
+        ('from 35% past 0.400 growing to 50% at 0.600', '')
+        """
+        if not self.ramping:
+            return ""
+        return (f"from {self._ramp_start:.0%} past {self.close:.3f} growing to {self.min_support:.0%} "
+                f"at {self.rise_from:.3f}")
 
     @property
     def rising(self) -> str:
@@ -308,6 +345,9 @@ class SupportRule:
     def needed(self, distance: float, unknown_names: Sequence[str] = ()) -> float:
         if distance <= self.close and not unknown_names:
             return self.close_support
+        if self.ramping and not unknown_names and self.close < distance < self.rise_from:
+            grown = (distance - self.close) / (self.rise_from - self.close)
+            return self._ramp_start + (self.min_support - self._ramp_start) * grown
         if distance > self.rise_from and self.min_support > 0:
             share = min(1.0, (distance - self.rise_from) / max(self.rise_to - self.rise_from, 1e-9))
             return self.min_support + (1.0 - self.min_support) * share
