@@ -152,6 +152,21 @@ def quoted(words: Sequence[str]) -> str:
     return " or ".join(f'"{w}"' for w in words)
 
 
+def lacked_by_all(rows: Sequence[Candidate], order: Sequence[str]) -> tuple[str, ...]:
+    """The words of `order` that none of `rows` holds (each row's `missing`), in that order.
+
+    >>> from rag.search import Candidate
+    >>> a = Candidate("a", "d", "x.md", "", "", "", 0, 0, None, None, "text", 1, 0.1, 0.4, 1, 1, 1.0, missing=("k1", "b"))
+    >>> b = Candidate("b", "d", "x.md", "", "", "", 0, 0, None, None, "text", 2, 0.2, 0.4, 2, 2, 1.0, missing=("b",))
+    >>> lacked_by_all([a, b], ("bm25", "k1", "b")), lacked_by_all([], ("b",))
+    (('b',), ())
+    """
+    if not rows:
+        return ()
+    lacking = set.intersection(*(set(c.missing) for c in rows))
+    return tuple(w for w in order if w in lacking)
+
+
 def refusal_text(threshold: float, question: str) -> str:
     return f'{REFUSAL_PREFIX}: nothing under cosine distance {threshold:.3f} for "{question}"'
 
@@ -437,7 +452,8 @@ class Gated:
     @property
     def paraphrase_only(self) -> bool:
         """Answered, but every kept passage holds less than the full support (each was kept as a close
-        paraphrase, `SupportRule.close_support`): the answer carries `paraphrase_note`."""
+        paraphrase, by `SupportRule.close_support` or the growing share past it): the answer carries
+        `paraphrase_note`."""
         kept = self.kept
         return bool(kept) and not any(self.rule.holds_in_full(c) for c in kept)
 
@@ -452,10 +468,7 @@ class Gated:
         """The question's words that no kept passage holds, in the question's order (() when refused, or when
         some passage holds them all)."""
         kept = self.kept if self.refusal is None else []
-        if not kept:
-            return ()
-        lacking = set.intersection(*(set(c.missing) for c in kept))
-        return tuple(w for w in kept[0].missing if w in lacking)
+        return lacked_by_all(kept, kept[0].missing) if kept else ()
 
     @property
     def unsaid_note(self) -> str | None:
@@ -568,8 +581,7 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
         else:
             failed = SUPPORT
             # Words that none of the close passages holds, in the question's order.
-            lacking = set.intersection(*(set(c.missing) for c in near))
-            missing = tuple(w for w in result.terms if w in lacking)
+            missing = lacked_by_all(near, result.terms)
             best = max(near, key=lambda c: c.support)
             if all(c.wordless for c in near):
                 because, refusal = WORDLESS, wordless_text(result.question)
@@ -590,8 +602,7 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
                                            rule.needed_by(best))
                 refusal += other_language_hint(result.language, [c.lang for c in near], result.folder_languages)
     elif not any(rule.holds_in_full(c) for c in kept):  # kept as close paraphrases only
-        lacking = set.intersection(*(set(c.missing) for c in kept))
-        missing = tuple(w for w in result.terms if w in lacking)
+        missing = lacked_by_all(kept, result.terms)
     return Gated(question=result.question, threshold=threshold, max_chunks=max_chunks,
                  candidates=result.candidates, verdicts=verdicts, citations=cite(kept), refusal=refusal,
                  closest=closest, rule=rule, failed=failed, missing=missing,
