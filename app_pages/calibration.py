@@ -23,6 +23,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
+import rag
 from rag import calibration as cal
 from rag import evaluate
 
@@ -31,9 +32,10 @@ engine = ws.engine
 questions_path = Path(engine.settings.index_path) / "questions.jsonl"
 
 st.title("Calibration")
-st.caption("A passage is evidence when it is close enough to the question (the threshold) and holds the "
-           "question's own words (the support test). The threshold is calibrated on this folder: for each "
-           "language, the distance at which only a few unrelated questions would still get an answer.")
+st.caption("A passage is evidence when it is close enough to the question (the threshold) and the judge, which "
+           "reads the question and the passage together, finds that it answers (for a language the judge does not "
+           "read, when it holds the question's own words: the support test). Both are calibrated on this folder: "
+           "for each language, where only a few unrelated questions would still get an answer.")
 
 
 
@@ -42,16 +44,13 @@ def show(calibration: cal.Calibration) -> None:
     chosen = ui.threshold_set()
     explicit = chosen is not None
     in_use = {lang: (chosen if explicit else c.threshold) for lang, c in calibration.languages.items()}
-    share = engine.settings.close_percentile
-    zone = (f"closer than all but {share:.0%} of the unrelated questions came" if share
-            else "closer than any unrelated question came")
+    s = engine.settings
     for lang, c in calibration.languages.items():
         said = c.describe()  # "calibrated for English: 0.704, where ..."
-        st.markdown(f"{ui.md_escape(said[:1].upper() + said[1:])}. Passages nearer than "
-                    f"{c.close:.3f} ({zone}) need {engine.settings.close_support:.0%} "
-                    f"of the question's words, others {engine.settings.min_support:.0%}; so does every passage "
-                    "when the question names an acronym the folder never uses, and none passes when it names "
-                    "anything else the folder never mentions.")
+        # The rule the gate applies to this language's questions, in the gate's own words.
+        rule = calibration.rule(lang, s.min_support, s.close_support, s.ramp_support, s.judge_rules)
+        st.markdown(f"{ui.md_escape(said[:1].upper() + said[1:])}. Besides the distance, a passage needs: "
+                    f"{ui.md_escape(rag.evidence_rule(rule))}.")
     if explicit:
         st.info(f"The chat uses the threshold you set, {in_use[next(iter(in_use))]:.3f}, for every question.",
                 icon=":material/tune:")

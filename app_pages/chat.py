@@ -25,7 +25,6 @@ and the indexing queue are the app's shared sidebar (`streamlit_app.py`).
 
 from __future__ import annotations
 
-import math
 import time
 import uuid
 
@@ -38,9 +37,11 @@ import ui_files
 from rag import diagnosis
 
 VERDICT_LABEL = {rag.KEPT: "kept", rag.CAPPED: "under threshold, over cap", rag.OVER: "over threshold",
-                 rag.UNSUPPORTED: "lacks the question's words", rag.OFF_SUBJECT: "lacks the earlier question's subject"}
+                 rag.UNSUPPORTED: "lacks the question's words", rag.OFF_SUBJECT: "lacks the earlier question's subject",
+                 rag.JUDGED_OUT: "judged not to answer"}
 VERDICT_COLOUR = {rag.KEPT: "background-color: #e3f1e6", rag.CAPPED: "background-color: #fbf0d9", rag.OVER: "",
-                  rag.UNSUPPORTED: "background-color: #f6e3e3", rag.OFF_SUBJECT: "background-color: #f6e3e3"}
+                  rag.UNSUPPORTED: "background-color: #f6e3e3", rag.OFF_SUBJECT: "background-color: #f6e3e3",
+                  rag.JUDGED_OUT: "background-color: #f6e3e3"}
 
 
 # --- sidebar: this page's controls --------------------------------------------------------------------
@@ -185,6 +186,8 @@ def chosen_sentences(ans: rag.Answer, slot) -> None:
 
 def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
     rows = [{
+        "judge": c.judge,
+        "judge rank": c.judge_rank,
         "fused": c.fused_rank,
         "score": c.fused_score,
         "dense": c.dense_rank,
@@ -202,16 +205,26 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
         "preview": ui.one_line(c.content, 110),
         "verdict": VERDICT_LABEL[v],
     } for c, v in zip(gated.candidates, gated.verdicts)]
-    frame = pd.DataFrame(rows, columns=["fused", "score", "dense", "BM25", "distance", "margin", "support", "needs",
+    frame = pd.DataFrame(rows, columns=["judge", "judge rank", "fused", "score", "dense", "BM25", "distance", "margin", "support", "needs",
                                         "lacks", "document", "section", "preview", "verdict"])
-    for col in ("dense", "BM25"):  # a side that did not return the row: a dash (a null cell would read "None")
+    for col in ("judge rank", "dense", "BM25"):  # a side that did not return the row: a dash (a null cell would read "None")
         frame[col] = [str(int(r)) if pd.notna(r) else "–" for r in frame[col]]
     colours = [VERDICT_COLOUR[v] for v in gated.verdicts]
-    styled = frame.style.apply(lambda col: colours, axis=0, subset=["verdict", "distance", "margin", "support"])
+    styled = frame.style.apply(lambda col: colours, axis=0,
+                               subset=["verdict", "distance", "margin", "judge" if gated.rule.judging else "support"])
     top = max([1.0] + [c.distance for c in gated.candidates])
+    cut = gated.rule.judge_cut
     st.dataframe(styled, hide_index=True, width="stretch", column_config={
-        "fused": st.column_config.NumberColumn("fused", help="Rank after fusing the dense and BM25 sides",
-                                               width="small"),
+        "judge": st.column_config.NumberColumn(
+            f"judge (≥ {cut:.2f})" if cut is not None else "judge", format="%.2f", width="small",
+            help="The judge's score: a model that reads the question and the passage together (over 0: more "
+                 "likely to answer than not; blank: not read). "
+                 + (f"It decides here: {cut:.2f} or more passes." if cut is not None else
+                    "It orders the rows; the word tests decide for this question's language.")),
+        "judge rank": st.column_config.TextColumn("judge rank", width="small",
+                                                  help="Rank by the judge's score: the order of the rows"),
+        "fused": st.column_config.NumberColumn("fused", help="Rank after fusing the dense and BM25 sides "
+                                               "(the order before the judge)", width="small"),
         "score": st.column_config.NumberColumn("score", format="%.3f", width="small",
                                                help=FUSED_HELP.get(result.fusion, "The fused score")),
         "dense": st.column_config.TextColumn("dense", width="small",
@@ -241,9 +254,29 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
         "preview": st.column_config.TextColumn("preview", width="large"),
         "verdict": st.column_config.TextColumn(
             "verdict", help=f"kept (at most {gated.max_chunks}) / under threshold, over cap / over threshold / "
+                            "judged not to answer (the judge's score under its cut) / "
                             "lacks the question's words (the support test) / lacks the earlier question's "
                             "subject (a follow-up's passage holding none of the words of the question it follows)"),
     })
+
+
+def evidence_caption(gated: rag.Gated, result: rag.SearchResult) -> str:
+    """What a passage needed to be kept, in one line above the table: the judge's cut where it decides,
+    else the word share."""
+    rule = gated.rule
+    if rule.judging:
+        return (f"Evidence: cosine distance ≤ {gated.threshold:.3f}; {ui.md_escape(rag.evidence_rule(rule))}. "
+                "The rows are in the judge's order." + unknown_names_note(result))
+    if rule.relaxation:
+        ramp = f"; then {rule.ramp}" if rule.ramp else ""
+        rising = f"; {rule.rising}, where unrelated questions start to find passages" if rule.rising else ""
+        close = f" ({rule.relaxation}, nearer than any unrelated question comes to this folder{ramp}{rising})"
+    else:
+        close = " (no lower share for close passages until the folder is calibrated)"
+    judged = " The judge does not read this language well: the word tests decide." if result.judged else ""
+    return (f"Evidence: cosine distance ≤ {gated.threshold:.3f} and support ≥ {rule.min_support:.0%} of "
+            f"the question's words{close}.{judged} Words looked for: "
+            + (ui.md_escape(", ".join(result.terms)) or "none") + unknown_names_note(result))
 
 
 def unknown_names_note(result: rag.SearchResult) -> str:
@@ -332,15 +365,21 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
                                 f"at cosine distance **{c.distance:.3f}**.{lacks}")
                     s = gated.closest_supported
                     if s is not None:
-                        need = math.ceil(s.distance * 1000) / 1000  # rounded up, so it really passes
+                        need = gated.needed_threshold  # rounded up, so it really passes
                         st.markdown(f"A threshold of **{need:.3f}** would let **{ui.md_escape(s.doc_name)}** through "
-                                    "(the nearest passage that holds the question's words).")
+                                    + ("(the nearest passage the judge says answers)." if rule.judging else
+                                       "(the nearest passage that holds the question's words)."))
                     elif any(c.wordless for c in gated.candidates):
                         st.markdown("No threshold would let a passage through: the question has no word of its own "
                                     "that a passage could hold.")
                     elif turn["result"].absent_names:
                         st.markdown(f"No threshold would let a passage through: the folder never mentions "
                                     f"{ui.md_escape(rag.quoted(turn['result'].absent_names))}.")
+                    elif rule.judging:
+                        st.markdown("No threshold would let a passage through: the judge, which reads the question "
+                                    "with each passage, found none that answers it. If your documents say it in other "
+                                    "words, ask again with their words; *Why wasn't it found?* below tells where a "
+                                    "sentence you expected was lost.")
                     else:
                         # Not a dead end: the likeliest cause is a paraphrase, which the person can mend.
                         st.markdown("No threshold would let a passage through: none of the candidates holds enough "
@@ -377,16 +416,7 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
                    + ("" if live else f" · answered at threshold {t_threshold:.3f}"))
         kept = sum(1 for v in gated.verdicts if v == rag.KEPT)
         with st.expander(f"Retrieval: {len(gated.candidates)} candidates, {kept} kept", expanded=live):
-            if rule.relaxation:
-                ramp = f"; then {rule.ramp}" if rule.ramp else ""
-                rising = f"; {rule.rising}, where unrelated questions start to find passages" if rule.rising else ""
-                close = f" ({rule.relaxation}, nearer than any unrelated question comes to this folder{ramp}{rising})"
-            else:
-                close = " (no lower share for close passages until the folder is calibrated)"
-            st.caption(f"Evidence: cosine distance ≤ {gated.threshold:.3f} and support ≥ {rule.min_support:.0%} of "
-                       f"the question's words{close}. Words looked for: "
-                       + (ui.md_escape(", ".join(turn["result"].terms)) or "none")
-                       + unknown_names_note(turn["result"]))
+            st.caption(evidence_caption(gated, turn["result"]))
             if gated.codes_note:
                 st.caption(ui.md_escape(gated.codes_note))
             st.caption(fusion_note(turn["result"]))

@@ -31,7 +31,7 @@ st.markdown(
     f"{stats.pending} pending) · **{stats.chunks} chunks** · {ui.human_size(stats.size_on_disk)} on disk · "
     f"model {ui.md_escape(stats.model)} ({stats.dimension}d, reads {ui.md_escape(', '.join(engine.embedder.languages))}) "
     f"· folder languages: {ui.md_escape(languages)}")
-calibration = engine.calibrated()
+calibration = engine.calibrated(stale_ok=engine.queue.busy())  # no 800-question recalibration mid-indexing
 if calibration is not None:
     st.markdown("**Calibrated threshold**: " + " · ".join(
         ui.md_escape(c.describe()) for c in calibration.languages.values()))

@@ -37,8 +37,10 @@ from rag.indexer import FileOutcome, SyncReport  # noqa: E402
 from rag.uploads import UploadConflict, UploadError, safe_name  # noqa: E402
 from rag.extract import ExtractionError, Extracted, extract, extract_bytes  # noqa: E402
 from rag.calibration import Calibration, LanguageCalibration  # noqa: E402
-from rag.gate import (CAPPED, DISTANCE, EMPTY, KEPT, OFF_SUBJECT, OVER, SUPPORT, UNSUPPORTED, Citation, Gated,  # noqa: E402
-                      SupportRule, ceiled, floored, gate, locator, quoted, refusal_text)
+from rag.gate import (CAPPED, DISTANCE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, SUPPORT,  # noqa: E402
+                      UNSUPPORTED, Citation, Gated, SupportRule, ceiled, evidence_rule, floored, gate, locator, quoted,
+                      refusal_text)
+from rag.judge import Judge, load_judge  # noqa: E402
 from rag.library import DocRecord, Stamp  # noqa: E402
 from rag.llm import ChatClient, LLMError  # noqa: E402
 from rag.search import Candidate, Fused, SearchResult, fuse, rrf  # noqa: E402
@@ -50,7 +52,7 @@ __all__ = [
     "NO_ANSWER_SENTENCE", "ChatClient", "CitationCheck", "LLMError", "LLMGenerator", "build_prompt",
     "check_citations", "followup_query", "is_followup", "make_generator",
     "Calibration", "DISTANCE", "EMPTY", "LanguageCalibration", "SUPPORT", "SupportRule", "ThresholdChoice",
-    "UNSUPPORTED", "OFF_SUBJECT", "Located", "Mark", "ViewerError",
+    "UNSUPPORTED", "OFF_SUBJECT", "JUDGE", "JUDGED_OUT", "Judge", "load_judge", "evidence_rule", "Located", "Mark", "ViewerError",
     "Answer", "CAPPED", "Candidate", "ChosenSentence", "Chunk", "Citation", "DocRecord", "Embedder", "Engine",
     "ExtractionError", "Extracted", "ExtractiveGenerator", "FileOutcome", "ceiled", "floored", "locator", "quoted", "Gated", "Generator", "KEPT",
     "LibraryStats", "OVER", "SearchResult", "Settings", "Stamp", "StoreError", "Strategy", "SyncReport", "Turn",

@@ -38,6 +38,7 @@ What it does not do: search (it is given a search function), or decide which thr
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import hashlib
 import json
@@ -134,6 +135,22 @@ def rise_distance(nearest: Sequence[float], percentile: float, ceiling: float) -
     return at if at < ceiling else None
 
 
+def judge_cut(best: Sequence[float], budget: float, floor: float) -> float:
+    """The judge score that at most `budget` of the unrelated questions reach with their best passage,
+    rounded up to a hundredth, and never under `floor`.
+
+    >>> judge_cut([-3.0, -1.0, 0.2, 1.234] + [-5.0] * 96, budget=0.02, floor=-2.0)  # two of 100 may pass
+    -0.99
+    >>> judge_cut([-3.0] * 100, budget=0.02, floor=0.0)  # none comes near: the floor
+    0.0
+    """
+    ordered = sorted((b for b in best), reverse=True)
+    k = int(math.floor(budget * len(ordered) + 1e-9))
+    if k >= len(ordered) or not math.isfinite(ordered[k]):
+        return floor
+    return max(floor, math.ceil((ordered[k] + 1e-6) * 100) / 100)
+
+
 def choose_threshold(values: Sequence[float], topics: Sequence[str], budget: float, floor: float,
                      ceiling: float, exclude: Sequence[str] | None = None) -> tuple[float, int, tuple[str, ...], str]:
     """(threshold, how many questions pass at it, topics left out, "floor"/"ceiling"/"" when clamped).
@@ -186,6 +203,10 @@ class LanguageCalibration:
     # the support test's share rises to every word at `rise_to` (the ceiling). None: it never rises.
     rise_from: float | None = None
     rise_to: float | None = None
+    # The judge's cut for this language (None: the judge does not decide for it): the score at most
+    # `judge_budget` of the unrelated questions reach with their best judged passage, never under the floor.
+    judge_cut: float | None = None
+    judge_passing: int = 0  # unrelated questions whose best passage reaches the cut
 
     def describe(self) -> str:
         """One line for the screen: what the calibrated value means."""
@@ -195,11 +216,15 @@ class LanguageCalibration:
                f"questions would pass (budget {self.budget:.0%} for each kind: everyday, general knowledge)")
         if self.bound == "ceiling":
             out += ("; that is the highest value allowed: fewer unrelated questions than the budget would pass at "
-                    "any distance (the word tests refuse the others), so the distance decides little here")
+                    f"any distance ({'the judge' if self.judge_cut is not None else 'the word tests'} refuses the "
+                    "others), so the distance decides little here")
         elif self.bound:
             out += f"; held at the {self.bound}"
         if self.excluded_topics:
             out += f"; left out as this folder's own subject: {', '.join(self.excluded_topics)}"
+        if self.judge_cut is not None:
+            out += (f"; judge cut {self.judge_cut:.2f}, which {self.judge_passing} of {self.questions} unrelated "
+                    "questions' best passages reach")
         return out
 
 
@@ -213,8 +238,19 @@ class Calibration:
     seconds: float = 0.0
 
     def rule(self, lang: str, min_support: float, close_support: float,
-             ramp_support: float | None = None) -> SupportRule:
-        """The support test for a question language (an unclear one: the smallest close distance)."""
+             ramp_support: float | None = None, judge_rules: tuple[str, ...] = ()) -> SupportRule:
+        """The support test for a question language (an unclear one: the smallest close distance and the
+        highest judge cut)."""
+        rule = self._word_rule(lang, min_support, close_support, ramp_support)
+        mine = self.languages.get(lang)
+        cuts = [c.judge_cut for c in self.languages.values() if c.judge_cut is not None]
+        cut = mine.judge_cut if mine is not None else max(cuts, default=None)
+        if cut is None:
+            return rule
+        return dataclasses.replace(rule, judge_cut=cut, judge_rules=tuple(judge_rules), judge_lang=lang)
+
+    def _word_rule(self, lang: str, min_support: float, close_support: float,
+                   ramp_support: float | None = None) -> SupportRule:
         closes = [c.close for c in self.languages.values()]
         close = self.languages[lang].close if lang in self.languages else min(closes, default=-1.0)
         mine = self.languages.get(lang)
@@ -282,7 +318,8 @@ Search = Callable[[str, np.ndarray], SearchResult]  # (question, its vector) -> 
 def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: str, min_support: float,
               close_support: float, budget: float, floor: float, ceiling: float,
               close_percentile: float = 0.0, rise_percentile: float = 1.0,
-              ramp_support: float | None = None) -> Calibration:
+              ramp_support: float | None = None, judge_langs: Sequence[str] = (), judge_budget: float = 0.02,
+              judge_floor: float = 0.0, judge_rules: Sequence[str] = ()) -> Calibration:
     """Search every unrelated question of every language once and choose each language's threshold and
     close distance. `vectors[lang]` holds the embeddings of `unrelated_questions(lang)`, in order.
 
@@ -308,6 +345,13 @@ def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: st
         rise = rise_distance(own, rise_percentile, ceiling)
         rule = (SupportRule(min_support, close, close_support) if rise is None
                 else SupportRule(min_support, close, close_support, rise, ceiling, ramp_support))
+        cut, judge_passing = None, 0
+        if lang in judge_langs:
+            best = [max((c.judge for c in r.candidates if c.judge is not None), default=-math.inf)
+                    for r, t in zip(results, topics) if t not in excluded]
+            cut = judge_cut(best, judge_budget, judge_floor)
+            judge_passing = sum(1 for b in best if b + 1e-9 >= cut)
+            rule = dataclasses.replace(rule, judge_cut=cut, judge_rules=tuple(judge_rules), judge_lang=lang)
         values = [evidence_distance(r, rule) for r in results]
         by_kind = []
         for kind, _ in KINDS:
@@ -320,7 +364,7 @@ def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: st
         measured = [i for i, topic in enumerate(topics) if topic not in excluded]
         passing = sum(1 for i in measured if values[i] <= t)
         languages[lang] = LanguageCalibration(lang, t, close, budget, len(measured), passing, excluded, bound,
-                                              rise, None if rise is None else ceiling)
+                                              rise, None if rise is None else ceiling, cut, judge_passing)
         points += [{"lang": lang, "kind": kind, "topic": topic, "question": q, "evidence": v, "nearest": n}
                    for kind, (topic, q), v, n in zip(kinds, qs, values, nearest)]
     return Calibration(fingerprint, min_support, languages, points, time.time(), time.perf_counter() - t0)

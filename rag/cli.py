@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rag.engine import Engine, Turn
-from rag.gate import ceiled, percent
+from rag.gate import ceiled, evidence_rule, percent
 from rag.settings import Settings, load_settings
 
 
@@ -128,7 +128,8 @@ def print_turn(turn: Turn) -> None:
         if g.needed_threshold is not None:
             print(f"a threshold of {g.needed_threshold:.3f} would let {g.closest_supported.doc_name} through")
         else:
-            print("no threshold would let a passage through: none holds enough of the question's words")
+            print("no threshold would let a passage through: " + ("the judge scores none at its cut"
+                  if g.rule.judging else "none holds enough of the question's words"))
     if g.citations:
         print("\nCitations")
         for c in g.citations:
@@ -136,11 +137,7 @@ def print_turn(turn: Turn) -> None:
             print(f"[{c.n}] {c.doc_name} · {c.locator} · {c.link} · distance {c.distance:.3f}\n    \"{quote[:300]}\"")
     note = f"; {turn.threshold.note}" if turn.threshold else ""
     rule = g.rule
-    close = f", {rule.relaxation}" if rule.relaxation else ""
-    close += f", {rule.ramp}" if rule.ramp else ""
-    close += f", {rule.rising}" if rule.rising else ""
-    print(f"\nRetrieval (threshold {g.threshold:.3f}{note}; support at least {rule.min_support:.0%}{close}; "
-          f"at most {g.max_chunks} kept)")
+    print(f"\nRetrieval (threshold {g.threshold:.3f}{note}; {evidence_rule(rule)}; at most {g.max_chunks} kept)")
     if turn.result.absent_names:
         print(f"The folder never mentions {', '.join(turn.result.unknown_names)}, which the question names: no "
               "passage is evidence for it")
@@ -151,11 +148,16 @@ def print_turn(turn: Turn) -> None:
         print(g.codes_note)
     if turn.result.feedback_note:
         print(turn.result.feedback_note)
-    print(f"{'fused':>5} {'dense':>5} {'bm25':>5} {'dist':>6} {'supp':>5} {'need':>5}  {'verdict':<26} document / section")
+    judged = any(c.judge is not None for c in g.candidates)
+    head = f"{'judge':>6} {'j#':>3} " if judged else ""
+    print(f"{head}{'fused':>5} {'dense':>5} {'bm25':>5} {'dist':>6} {'supp':>5} {'need':>5}  {'verdict':<26} document / section")
     for c, v in zip(g.candidates, g.verdicts):
         lacks = f"  (lacks: {', '.join(c.lacking)})" if c.lacking else ""
-        print(f"{c.fused_rank:>5} {_fmt(c.dense_rank):>5} {_fmt(c.bm25_rank):>5} {c.distance:6.3f} {percent(c.support):>5} "
-              f"{round(ceiled(rule.needed_by(c)) * 100):>4d}%  "
+        score = (f"{_fmt(c.judge if c.judge is None else f'{c.judge:.2f}'):>6} {_fmt(c.judge_rank):>3} "
+                 if judged else "")
+        need = "    -" if rule.judging else f"{round(ceiled(rule.needed_by(c)) * 100):>4d}%"
+        print(f"{score}{c.fused_rank:>5} {_fmt(c.dense_rank):>5} {_fmt(c.bm25_rank):>5} {c.distance:6.3f} "
+              f"{percent(c.support):>5} {need}  "
               f"{v:<26} {c.doc_name}{' / ' + c.section if c.section else ''}{lacks}")
 
 

@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from rag.extract import extract
-from rag.gate import CAPPED, KEPT, OFF_SUBJECT, OVER, UNSUPPORTED, Gated, percent
+from rag.gate import CAPPED, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, UNSUPPORTED, Gated, percent
 from rag.metrics import contains
 from rag.search import SearchResult, fused_order
 
@@ -83,7 +83,7 @@ def why_not_found(engine, result: SearchResult, gated: Gated, expected_sentence:
     if holders:
         doc_name = lambda c: snap.docs.get(c.doc_id, (c.doc_id,))[0]  # noqa: E731
         holder_ids = {c.id for c in holders}
-        order = {KEPT: 0, CAPPED: 1, UNSUPPORTED: 2, OFF_SUBJECT: 2, OVER: 3}
+        order = {KEPT: 0, CAPPED: 1, UNSUPPORTED: 2, OFF_SUBJECT: 2, JUDGED_OUT: 2, OVER: 3}
         among = sorted(((c, v) for c, v in zip(gated.candidates, gated.verdicts) if c.chunk_id in holder_ids),
                        key=lambda cv: order.get(cv[1], 3))
         if among:
@@ -99,6 +99,12 @@ def why_not_found(engine, result: SearchResult, gated: Gated, expected_sentence:
                 return Diagnosis(CAPPED_OUT, f"Its chunk passed the threshold (distance {c.distance:.3f} ≤ "
                                              f"{gated.threshold:.3f}) but came at fused rank {c.fused_rank}, after the "
                                              f"{ahead} chunks the cap of {gated.max_chunks} allows.", **base)
+            if v == JUDGED_OUT:
+                score = "it did not read it" if c.judge is None else f"its score is {c.judge:.2f}"
+                return Diagnosis(UNSUPPORTED_OUT, f"Its chunk is close enough (distance {c.distance:.3f} ≤ "
+                                                  f"{gated.threshold:.3f}), but the judge, which reads the question "
+                                                  f"and the passage together, found it does not answer: {score}, "
+                                                  f"under the cut of {gated.rule.judge_cut:.2f}.", **base)
             if v == UNSUPPORTED and c.absent_names:
                 return Diagnosis(UNSUPPORTED_OUT, f"Its chunk is close enough (distance {c.distance:.3f} ≤ "
                                                   f"{gated.threshold:.3f}), but the question names "

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -32,6 +33,7 @@ from rag.calibration import LANGUAGES as CALIBRATED_LANGUAGES, Calibration, cali
 from rag.chunk import strategy
 from rag.embed import Embedder, load_embedder
 from rag.gate import GATE_RULES, NO_SUPPORT_TEST, Gated, SupportRule, gate
+from rag.judge import JUDGE_DIR, Judge, load_judge, rerank
 from rag.indexer import EMBED_GROUP, FileOutcome, Indexer, Progress, SyncReport, languages_of
 from rag.lexical import LANGUAGE_NAMES, question_language, word_rules
 from rag.llm import LLMError
@@ -41,6 +43,10 @@ from rag.search import FEEDBACK_RULE, SearchResult, Snapshot, hybrid_search, que
 from rag.settings import DEFAULT_THRESHOLD, Settings
 from rag.uploads import HELD_DIR, HeldUpload, already_there, held, peek, release, save_upload
 from rag.viewer import Located, ViewerError, locate
+
+# The calibration asks 800 questions: the judge reads only each one's first few candidates there (the ones
+# that decide whether it would be answered), within the calibration's ceiling distance.
+CALIBRATION_JUDGE_TOP = 3
 
 # Re-exported: tests and tools import these from here, where they were defined before indexing and uploads
 # moved to their own modules.
@@ -96,6 +102,8 @@ class Engine:
         self._calibration_path = settings.index_path / "calibration.json"
         self.calibration: Calibration | None = Calibration.load(self._calibration_path)
         self._unrelated_vectors: dict[str, np.ndarray] | None = None
+        self.judge_error = ""  # why the judge could not be loaded ("" when it was, or is off)
+        self.judge: Judge | None = self._load_judge()
         # The write-group size is read from this module when the engine opens, so a caller that sets
         # `rag.engine.EMBED_GROUP` first (crash and queue tests do, for small write groups) gets it.
         self.indexer = Indexer(settings, self.embedder, self.strategy, after_change=self._after_change,
@@ -105,6 +113,29 @@ class Engine:
         self.library = self.indexer.library
         self.lock = self.indexer.lock
         self.queue = self.indexer.queue
+
+    def _load_judge(self) -> Judge | None:
+        if not self.settings.judge:
+            return None
+        try:
+            judge = load_judge(self.settings.judge_path or str(JUDGE_DIR))
+            if self.settings.judge_languages:
+                judge = judge.reading(self.settings.judge_languages)
+            return judge
+        except (OSError, ValueError) as e:  # a missing or broken model: the word tests decide, and say so
+            self.judge_error = f"the judge could not be loaded ({e}); the word tests decide"
+            return None
+
+    def _judged(self, result: SearchResult, settings: Settings, top: int | None = None,
+                within: float | None = None) -> SearchResult:
+        """The result reordered by the judge (its first `top` candidates; `within`: only those at or under
+        that distance), or as it is when the judge is off."""
+        if self.judge is None or not settings.judge:
+            return result
+        t0 = time.perf_counter()
+        out = rerank(result, self.judge, settings.judge_top if top is None else top, within=within)
+        out.timings_ms = {**out.timings_ms, "judge": (time.perf_counter() - t0) * 1000}
+        return out
 
     # --- what the indexer published (read-only here) ---------------------------------------------------
 
@@ -272,8 +303,8 @@ class Engine:
                 alone.joined_tried = query
                 # The time of the search tried first counts too: the screen's total is what the person waited.
                 alone.timings_ms = {"joined search": sum(result.timings_ms.values()), **alone.timings_ms}
-                return alone
-        return result
+                return self._judged(alone, settings)
+        return self._judged(result, settings)
 
     def standalone_query(self, question: str, history: Sequence[str], settings: Settings | None = None) -> str:
         """What to search for `question` after `history`: the question itself unless it is a follow-up
@@ -303,7 +334,9 @@ class Engine:
                tuple(self.embedder.languages), sorted(self._languages), self._main_language(), s.min_support,
                s.close_support, s.close_percentile, s.rise_percentile, s.ramp_support, s.calibration_budget, s.calibration_floor,
                s.calibration_ceiling,
-               questions_digest(), GATE_RULES, word_rules(), self.indexer.content_key]
+               questions_digest(), GATE_RULES, word_rules(), self.indexer.content_key,
+               self.judge.stamp if self.judge else "", s.judge, s.judge_budget, s.judge_floor, s.judge_rules,
+               tuple(self.judge.languages) if self.judge else ()]
         return hashlib.sha1(repr(key).encode("utf-8")).hexdigest()
 
     def calibrated(self, stale_ok: bool = False) -> Calibration | None:
@@ -319,18 +352,7 @@ class Engine:
             return self.calibration
         with self._calibration_lock:
             if self.calibration is None or self.calibration.fingerprint != fingerprint:
-                s = self.settings
-                snapshot = self.snapshot
-
-                def search(question: str, vector: np.ndarray) -> SearchResult:
-                    return hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=s,
-                                         weights=self.fusion_weights(s, question), vector=vector)
-
-                calibration = calibrate(search, self._calibration_vectors(), fingerprint=fingerprint,
-                                        min_support=s.min_support, close_support=s.close_support,
-                                        budget=s.calibration_budget, floor=s.calibration_floor,
-                                        ceiling=s.calibration_ceiling, close_percentile=s.close_percentile,
-                                        rise_percentile=s.rise_percentile, ramp_support=s.ramp_support)
+                calibration = self.calibrate_with(self.calibration_search(), self.settings, fingerprint)
                 self.calibrations += 1
                 try:
                     calibration.save(self._calibration_path)
@@ -338,6 +360,30 @@ class Engine:
                     pass  # a read-only index still answers; it calibrates again next time
                 self.calibration = calibration
         return self.calibration
+
+    def calibration_search(self) -> Callable[[str, np.ndarray], SearchResult]:
+        """How the calibration searches each unrelated question: on the current snapshot, as a question is
+        searched, the judge reading only its first few candidates within the ceiling (800 questions)."""
+        s, snapshot = self.settings, self.snapshot
+
+        def search(question: str, vector: np.ndarray) -> SearchResult:
+            found = hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=s,
+                                  weights=self.fusion_weights(s, question), vector=vector)
+            return self._judged(found, s, top=min(s.judge_top, CALIBRATION_JUDGE_TOP), within=s.calibration_ceiling)
+
+        return search
+
+    def calibrate_with(self, search: Callable[[str, np.ndarray], SearchResult], s: Settings,
+                       fingerprint: str = "") -> Calibration:
+        """A calibration of this folder with the gate settings in `s` (the bench varies them)."""
+        judging = self.judge is not None and s.judge
+        return calibrate(search, self._calibration_vectors(), fingerprint=fingerprint,
+                         min_support=s.min_support, close_support=s.close_support,
+                         budget=s.calibration_budget, floor=s.calibration_floor,
+                         ceiling=s.calibration_ceiling, close_percentile=s.close_percentile,
+                         rise_percentile=s.rise_percentile, ramp_support=s.ramp_support,
+                         judge_langs=tuple(self.judge.languages) if judging else (),
+                         judge_budget=s.judge_budget, judge_floor=s.judge_floor, judge_rules=s.judge_rules)
 
     def _calibration_vectors(self) -> dict[str, np.ndarray]:
         """The unrelated questions' embeddings: computed once per process (they depend only on the model)."""
@@ -358,7 +404,8 @@ class Engine:
         # rather than recompute it for each question; it is recomputed once the queue empties.
         calibration = self.calibrated(stale_ok=self.queue.busy())
         calibrated = calibration.threshold(lang) if calibration else None
-        rule = calibration.rule(lang, s.min_support, s.close_support, s.ramp_support) if calibration else SupportRule(s.min_support)
+        rule = calibration.rule(lang, s.min_support, s.close_support, s.ramp_support, s.judge_rules) \
+            if calibration else SupportRule(s.min_support)
         by_lang = s.thresholds_by_language
         if given is not None:
             return ThresholdChoice(given, "given", f"set by you: {given:.3f}", calibrated, rule)

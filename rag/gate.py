@@ -84,17 +84,20 @@ from urllib.parse import quote as urlquote
 
 from rag.lexical import LANGUAGE_NAMES
 from rag.search import Candidate, SearchResult
-from rag.settings import REFUSAL_PREFIX
+from rag.settings import JUDGE_RULES, REFUSAL_PREFIX
 
 KEPT = "kept"
 CAPPED = "under threshold, over cap"
 OVER = "over threshold"
 UNSUPPORTED = "lacks the question's words"
 OFF_SUBJECT = "lacks the earlier question's subject"
+JUDGED_OUT = "judged not to answer"
 
 # Names the version of the tests below: a change to them recalibrates every folder (part of the calibration's
 # fingerprint), since the calibrated threshold is chosen with them.
-GATE_RULES = ("support-9: between the close distance and the rise the share needed grows; far out the share "
+GATE_RULES = ("support-10: the judge decides for the languages it reads, with the word tests in judge_rules "
+              "beside it; a small number counting the word after it is a quantity; "
+              "between the close distance and the rise the share needed grows; far out the share "
               "needed rises to every word; a measure word is held by a value of "
               "it; a follow-up's subject may be held by the passage's document; a name the folder never mentions "
               "fails every passage (an acronym: no close relaxation); "
@@ -106,11 +109,14 @@ GATE_RULES = ("support-9: between the close distance and the rise the share need
 EMPTY, DISTANCE, SUPPORT = "empty", "distance", "support"
 # Within the support test, which of its rules the refusal names (`Gated.because`), in the order checked.
 WORDLESS, ABSENT, ELSEWHERE, UNNAMED, WORDS = "wordless", "absent name", "off subject", "lacks a name", "words"
+JUDGE = "judge"
 _REASONS = {WORDLESS: "the question has no word of its own to look for",
             ABSENT: "the question names something the folder never mentions",
             ELSEWHERE: "the passages close enough are not about the earlier question's subject",
             UNNAMED: "the passages close enough do not mention the name the question asks about",
-            WORDS: "the passages close enough never mention the question's words"}
+            WORDS: "the passages close enough never mention the question's words",
+            JUDGE: "the judge read the closest passages and none answers it"}
+
 
 
 def floored(share: float) -> float:
@@ -265,6 +271,43 @@ def other_language_hint(question_lang: str, passage_langs: Sequence[str],
             f"looks for the question's own words)")
 
 
+def judged_text(threshold: float, question: str, best: float, cut: float, lang: str) -> str:
+    """The refusal when passages were close enough but the judge found none that answers.
+
+    >>> judged_text(0.7, "How old was Rollo?", -2.314, 0.5, "en")
+    'NO ANSWER: the judge read the passages under cosine distance 0.700 and none answers "How old was Rollo?" (best judge score -2.31; English needs 0.50 or more)'
+    """
+    name = LANGUAGE_NAMES.get(lang, lang) or "this question's language"
+    score = f"best judge score {best:.2f}" if math.isfinite(best) else "it read none of them"
+    return (f'{REFUSAL_PREFIX}: the judge read the passages under cosine distance {threshold:.3f} and none answers '
+            f'"{question}" ({score}; {name} needs {cut:.2f} or more)')
+
+
+def evidence_rule(rule: "SupportRule") -> str:
+    """What a passage under the threshold needs besides its distance, in words, for the screen and the CLI.
+
+    >>> evidence_rule(SupportRule(0.5, judge_cut=0.42, judge_rules=("names",), judge_lang="en"))
+    'the judge decides: a score of 0.42 or more (the cut calibrated for English), and the passage holds the names the question writes'
+    >>> evidence_rule(SupportRule(0.5, 0.628, 0.2))
+    'support at least 50%, 20% for a passage at distance ≤ 0.628'
+    """
+    if rule.judging:
+        name = LANGUAGE_NAMES.get(rule.judge_lang, "")
+        where = f" (the cut calibrated for {name})" if name else " (the strictest calibrated cut: language unclear)"
+        beside = [_JUDGE_RULE_TEXT[r] for r in rule.judge_rules if r in _JUDGE_RULE_TEXT]
+        also = (", and " + "; ".join(beside)) if beside else ""
+        return f"the judge decides: a score of {rule.judge_cut:.2f} or more{where}{also}"
+    close = "".join(f", {x}" for x in (rule.relaxation, rule.ramp, rule.rising) if x)
+    return f"support at least {rule.min_support:.0%}{close}"
+
+
+# What each word test kept beside the judge asks, in words (settings.JUDGE_RULES).
+_JUDGE_RULE_TEXT = {"names": "the passage holds the names the question writes",
+                    "wordless": "the question has a word of its own",
+                    "subject": "a follow-up's passage is on the earlier question's subject",
+                    "codes": "a passage holding a code the question names passes"}
+
+
 def paraphrase_text(best: float, min_support: float, missing: Sequence[str]) -> str:
     """The caution beside an answer whose every passage was kept as a close paraphrase: near in meaning,
     holding less than the full share of the question's words. Such a passage may answer in its own words,
@@ -311,6 +354,20 @@ class SupportRule:
     rise_to: float = math.inf
     # Just past `close`, the share needed; it grows to `min_support` at `rise_from` (None: no such ramp).
     ramp_support: float | None = None
+    # When set, the judge decides instead of the word share: a passage passes when its judge score is at or
+    # over this cut (calibrated per folder and language) and the word tests named in `judge_rules` hold.
+    # None: the judge does not decide for this question's language (or is off), the word share does.
+    judge_cut: float | None = None
+    judge_rules: tuple[str, ...] = JUDGE_RULES
+    judge_lang: str = ""
+
+    @property
+    def judging(self) -> bool:
+        """Whether the judge's score decides (else the share of the question's words does)."""
+        return self.judge_cut is not None
+
+    def judge_passes(self, c: Candidate) -> bool:
+        return c.judge is not None and self.judge_cut is not None and c.judge + 1e-9 >= self.judge_cut
 
     @property
     def relaxation(self) -> str:
@@ -372,12 +429,26 @@ class SupportRule:
         return self.needed(c.distance, c.unknown_names)
 
     def passes(self, c: Candidate) -> bool:
+        if self.judging:
+            return self.words_hold(c) and (self.judge_passes(c) or ("codes" in self.judge_rules and bool(c.codes)))
         # Both are part of the support test: with none (min_support 0, `NO_SUPPORT_TEST`) neither applies.
         if self.min_support > 0 and (c.absent_names or c.lacks_names or self.off_subject(c)):
             return False
         if self.min_support > 0 and c.wordless and not c.codes:
             return False
         return bool(c.codes) or c.support + 1e-9 >= self.needed_by(c)
+
+    def words_hold(self, c: Candidate) -> bool:
+        """Under the judge: the word tests it keeps (`judge_rules`) hold for this passage: "names" (a name the
+        folder never mentions, or one this passage lacks), "wordless" (a question with no word of its own),
+        "subject" (a follow-up's passage off the earlier question's subject); "codes" lets a passage holding a
+        code the question names pass the judge too (`passes`)."""
+        rules = self.judge_rules
+        if "names" in rules and (c.absent_names or c.lacks_names):
+            return False
+        if "subject" in rules and self.off_subject(c):
+            return False
+        return not ("wordless" in rules and c.wordless and not c.codes)
 
     @staticmethod
     def off_subject(c: Candidate) -> bool:
@@ -392,6 +463,8 @@ class SupportRule:
     def holds_in_full(self, c: Candidate) -> bool:
         """It holds the full share of the question's words (or a code it names), not only a close
         paraphrase's."""
+        if self.judging:
+            return self.passes(c)  # the judge read it whole: no paraphrase caution
         return bool(c.codes) or c.support + 1e-9 >= self.min_support
 
 
@@ -487,8 +560,8 @@ class Gated:
         'The quoted passages never mention "juniors": check that they answer what you asked.'
         """
         words = self.unsaid
-        if not words or self.paraphrase_only:
-            return None
+        if not words or self.paraphrase_only or self.rule.judging:
+            return None  # the judge read question and passage together: a missing word is no sign of a miss
         return f"The quoted passages never mention {quoted(words[:4])}: check that they answer what you asked."
 
     @property
@@ -545,9 +618,17 @@ class Gated:
 
     @property
     def needed_threshold(self) -> float | None:
-        """The smallest threshold that would let a candidate through (None: no threshold would, since
-        no candidate passes the support test)."""
-        return self.closest_supported.distance if self.closest_supported else None
+        """The smallest threshold, in thousandths, that would let a candidate through (None: no threshold
+        would, since no candidate passes the support test). Rounded up, so that the value shown really lets it
+        through: 0.8427 is 0.843, not 0.843 rounded down to 0.842 (the chat and `rag ask` both print this).
+
+        >>> row = Candidate("c", "d", "a.md", "", "", "", 0, 1, None, None, "text", 1, 0.1, 0.8421, 1, 1, 1.0)
+        >>> Gated("q", 0.8, 4, [row], [OVER], [], "NO", row, closest_supported=row).needed_threshold
+        0.843
+        """
+        if self.closest_supported is None:
+            return None
+        return math.ceil(self.closest_supported.distance * 1000 - 1e-9) / 1000
 
 
 def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: SupportRule = NO_SUPPORT_TEST) -> Gated:
@@ -556,6 +637,10 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
         if c.distance > threshold:
             verdicts.append(OVER)
         elif not rule.passes(c):
+            if rule.judging:
+                off = "subject" in rule.judge_rules and rule.off_subject(c)
+                verdicts.append(JUDGED_OUT if rule.words_hold(c) else OFF_SUBJECT if off else UNSUPPORTED)
+                continue
             # Lacking its own words says more than lacking the subject: the verdict names that first.
             own = c.support + 1e-9 >= rule.needed_by(c) or bool(c.codes)
             verdicts.append(OFF_SUBJECT if own and rule.off_subject(c) else UNSUPPORTED)
@@ -569,7 +654,8 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
     closest_supported = min(supported, key=lambda c: c.distance, default=None)
     failed, missing, refusal, because = None, (), None, ""
     if not kept:
-        near = [c for c, v in zip(result.candidates, verdicts) if v in (UNSUPPORTED, OFF_SUBJECT)]
+        near = [c for c, v in zip(result.candidates, verdicts) if v in (UNSUPPORTED, OFF_SUBJECT, JUDGED_OUT)]
+        judged_out = [c for c, v in zip(result.candidates, verdicts) if v == JUDGED_OUT]
         elsewhere = [c for c, v in zip(result.candidates, verdicts) if v == OFF_SUBJECT]
         if closest is None:
             failed, refusal = EMPTY, refusal_text(threshold, result.question)
@@ -587,7 +673,11 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
                 because, refusal = WORDLESS, wordless_text(result.question)
             elif result.absent_names:
                 because, refusal = ABSENT, absent_text(result.question, result.absent_names)
-            elif unnamed := [c for c in near if c.lacks_names and c.support + 1e-9 >= rule.needed_by(c)]:
+            elif rule.judging and judged_out:
+                best_judge = max((c.judge for c in judged_out if c.judge is not None), default=-math.inf)
+                because = JUDGE
+                refusal = judged_text(threshold, result.question, best_judge, rule.judge_cut, rule.judge_lang)
+            elif unnamed := [c for c in near if c.lacks_names and (rule.judging or c.support + 1e-9 >= rule.needed_by(c))]:
                 # Some held enough of the question's words, but not the name it asks about (or, for a
                 # follow-up, the earlier question's number: "And for juniors?" after Level 2's price, and
                 # the Level 1 passage, which is on the subject).

@@ -230,6 +230,10 @@ class Candidate:
     # The content hash of the document version the passage was read from: a citation's link carries it, so
     # the viewer can tell an old answer's offsets from the current text's after the file changed.
     version: str = ""
+    # The judge's score (a logit: over 0, more likely to answer than not) and its rank among the candidates
+    # it read (rag.judge.rerank); None for a candidate it did not read.
+    judge: float | None = None
+    judge_rank: int | None = None
 
     @property
     def lacking(self) -> tuple[str, ...]:
@@ -260,6 +264,8 @@ class SearchResult:
     # found no passage holding enough of this question's own words. "" otherwise.
     joined_tried: str = ""
     folder_languages: tuple[str, ...] = ()  # the languages the folder's passages are written in
+    judged: int = 0  # how many of the first candidates the judge read and reordered (rag.judge.rerank)
+    judge_stamp: str = ""  # which judge read them
 
     @property
     def searched_note(self) -> str:

@@ -32,6 +32,8 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 REFUSAL_PREFIX = "NO ANSWER"
 # The threshold when nothing else decides it: no setting, and no calibration (an empty folder).
 DEFAULT_THRESHOLD = 0.675
+# The word tests that may stay beside the judge (rag.gate.SupportRule.words_hold says what each does).
+JUDGE_RULES = ("names", "wordless", "subject", "codes")
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,18 @@ class Settings:
     calibration_floor: float = 0.30
     calibration_ceiling: float = 0.80
     max_chunks: int = 4
+    # The judge (rag.judge): a cross-encoder that reads the question with each of the first `judge_top`
+    # candidates, reorders them and, for the languages it was shown to read (its model card), decides instead
+    # of the word share: a passage is evidence when its score reaches the folder's cut for the question's
+    # language (rag.calibration: the score that at most `judge_budget` of the unrelated questions reach, and
+    # never under `judge_floor`). `judge_rules`: the word tests that still apply beside it (rag.gate).
+    judge: bool = True
+    judge_top: int = 20
+    judge_budget: float = 0.02
+    judge_floor: float = 0.0
+    judge_rules: tuple[str, ...] = JUDGE_RULES
+    judge_path: str = ""  # empty: the judge shipped with the package
+    judge_languages: tuple[str, ...] = ()  # empty: the languages its model card says it was shown to read
     hnsw_ef_search: int = 400
 
     # Chroma server (the scale-out path): when host is set, chunks live there instead of on disk.
@@ -233,6 +247,10 @@ def _coerce(s: Settings) -> Settings:
         raise ValueError(f"rise_percentile must be a share within 0..1 (1: never rises), got {out.rise_percentile!r}")
     if not 0.0 <= out.calibration_floor <= out.calibration_ceiling <= 2.0:
         raise ValueError("calibration_floor must be at most calibration_ceiling, both cosine distances (0..2)")
+    if unknown_rules := [r for r in out.judge_rules if r not in JUDGE_RULES]:
+        raise ValueError(f"judge_rules: unknown {unknown_rules}; valid: {list(JUDGE_RULES)}")
+    if out.judge_top < 0 or not 0.0 <= out.judge_budget < 1.0:
+        raise ValueError("judge_top must be 0 or more and judge_budget a share within 0..1 (exclusive)")
     return out
 
 

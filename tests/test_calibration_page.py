@@ -87,6 +87,11 @@ def test_page_works_before_anyone_writes_a_question(tmp_path, monkeypatch):
              if text.startswith(("Calibrated for English:", "Calibrated for Portuguese:"))]
     assert len(lines) == 2
     assert f"{calibration.threshold('en'):.3f}" in lines[0] and f"{calibration.threshold('pt'):.3f}" in lines[1]
+    # The rule each language's passages must pass, in the gate's own words (it once described an old rule).
+    s = engine.settings
+    for lang, line in zip(("en", "pt"), lines):
+        rule = calibration.rule(lang, s.min_support, s.close_support, s.ramp_support, s.judge_rules)
+        assert rag.evidence_rule(rule) in line
     # One chart per language, each with the calibrated and in-use thresholds drawn as rules.
     assert [h.value for h in at.subheader][:2] == ["Language: en", "Language: pt"]
     assert len(charts(at)) == 2

@@ -1,0 +1,189 @@
+"""The judge on SQuAD 2.0, by article: reranking (R@1) and refusals at default settings, with and without it.
+
+For each language (English, Portuguese, Spanish) this indexes `../shared/eval/squad2/<lang>/docs` with the
+default settings, searches every question once with the judge reading the candidates, and searches the
+shipped unrelated questions once as the calibration does. Everything after that is re-gated from those
+searches, without searching again, for each configuration asked (`--configs`):
+
+- `words`: today's gate without the judge (fused order, the word tests, calibrated as before);
+- `judge`: the judge's order and score, with the word tests in `judge_rules` beside it;
+- `judge-<rule>`: the same without one of those rules (to retire what the judge makes redundant);
+- `judge:budget=0.05` etc.: one setting changed.
+
+Questions are split by article (`lab.judge_data.SPLITS`): the judge was trained on `train`; settings are
+chosen on `dev`; `test` is reported. Off-folder questions belong to the article they were written for.
+Rates carry Wilson 95% intervals; R@1 of the judge's order against the fused order gets a paired sign test.
+
+    .venv/bin/python bench/judge_eval.py [--langs en,pt,es] [--configs words,judge] [--splits dev,test]
+                                         [--out bench/out] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gzip
+import json
+import pickle
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import rag  # noqa: E402
+from rag import load_settings  # noqa: E402
+from rag.gate import gate  # noqa: E402
+from rag.metrics import contains, fmt_rate, rate, sign_test  # noqa: E402
+from lab.judge_data import TRAIN_DIR, split_of  # noqa: E402
+
+SQUAD = ROOT.parent / "shared" / "eval" / "squad2"
+
+
+def article_of_ids() -> dict[str, str]:
+    """SQuAD question id -> the article it was written for (English title)."""
+    data = json.load(gzip.open(TRAIN_DIR / "squad2-dev-even-en.json.gz"))["data"]
+    return {q["id"]: a["title"] for a in data for p in a["paragraphs"] for q in p["qas"]}
+
+
+def engine_for(lang: str, out: Path, embedder, judge: dict) -> "rag.Engine":
+    settings = load_settings(config=out / "none.toml", env={}, folder=SQUAD / lang / "docs",
+                             index_dir=out / f"idx-squad-{lang}", **judge)
+    return rag.Engine(settings, embedder=embedder)
+
+
+def collect(lang: str, out: Path, engine, limit: int = 0) -> dict:
+    """Search every question and every unrelated question once (cached in `out`, per judge)."""
+    top = engine.settings.judge_top
+    cache = out / f"judge-eval-{lang}-{engine.judge.stamp}-{top}{f'-{limit}' if limit else ''}.pkl"
+    if cache.is_file():
+        return pickle.loads(cache.read_bytes())
+    settings = engine.settings
+    engine.sync()
+    raw = [json.loads(x) for x in (SQUAD / lang / "questions.jsonl").read_text(encoding="utf-8").splitlines() if x]
+    raw = raw[:limit] if limit else raw
+    t0 = time.perf_counter()
+    results = [engine.search(q["question"]) for q in raw]
+    searched = time.perf_counter() - t0
+    unrelated: dict[str, object] = {}
+    search = engine.calibration_search()
+
+    def remember(question, vector):
+        unrelated[question] = search(question, vector)
+        return unrelated[question]
+
+    engine.calibrate_with(remember, settings)
+    data = {"questions": raw, "results": results, "unrelated": unrelated, "seconds": searched}
+    cache.write_bytes(pickle.dumps(data))
+    return data
+
+
+def configured(base, name: str):
+    """(settings, judged) for a configuration name."""
+    if name == "words":
+        return base.replace(judge=False), False
+    s = base
+    head, _, changes = name.partition(":")
+    if head.startswith("judge-"):
+        dropped = head[len("judge-"):]
+        s = s.replace(judge_rules=tuple(r for r in s.judge_rules if r != dropped))
+    for kv in filter(None, changes.split(",")):
+        k, v = kv.split("=", 1)
+        s = s.replace(**{k if k.startswith("judge_") else f"judge_{k}": v})
+    return s, True
+
+
+def fused_order(result):
+    """The result as retrieval alone ranked it (the judge's scores dropped)."""
+    cands = sorted(result.candidates, key=lambda c: c.fused_rank)
+    return dataclasses.replace(result, candidates=[dataclasses.replace(c, judge=None, judge_rank=None) for c in cands],
+                               judged=0)
+
+
+def run(lang: str, data: dict, engine, config: str, ids: dict[str, str]) -> list[dict]:
+    s, judged = configured(engine.settings, config)
+    unrelated = data["unrelated"] if judged else {q: fused_order(r) for q, r in data["unrelated"].items()}
+    saved, engine.settings = engine.settings, s
+    if not judged:
+        judge, engine.judge = engine.judge, None
+    try:
+        calibration = engine.calibrate_with(lambda q, v: unrelated[q], s)
+    finally:
+        engine.settings = saved
+        if not judged:
+            engine.judge = judge
+    rows = []
+    for q, result in zip(data["questions"], data["results"]):
+        if not judged:
+            result = fused_order(result)
+        qlang = q.get("lang") or lang
+        rule = calibration.rule(qlang, s.min_support, s.close_support, s.ramp_support,
+                                s.judge_rules if judged else ())
+        kept = gate(result, calibration.threshold(qlang), s.max_chunks, rule).kept
+        needle = q.get("needle")
+        rows.append({"lang": lang, "kind": q["kind"], "split": split_of(ids[q["id"]]), "answered": bool(kept),
+                     "right": bool(needle) and any(contains(c.content, needle) for c in kept),
+                     "r1": bool(needle) and bool(result.candidates) and contains(result.candidates[0].content, needle),
+                     "r4": bool(needle) and any(contains(c.content, needle) for c in result.candidates[:4])})
+    return rows, calibration
+
+
+def summary(rows: list[dict], lang: str, split: str) -> dict:
+    mine = [r for r in rows if r["lang"] == lang and r["split"] == split]
+    ans = [r for r in mine if r["kind"] == "answerable"]
+    out = {"right kept": rate(sum(r["right"] for r in ans), len(ans)),
+           "R@1": rate(sum(r["r1"] for r in ans), len(ans)), "R@4": rate(sum(r["r4"] for r in ans), len(ans))}
+    for kind in ("off-folder", "near-miss"):
+        k = [r for r in mine if r["kind"] == kind]
+        out[f"{kind} answered"] = rate(sum(r["answered"] for r in k), len(k))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--langs", default="en,pt,es")
+    ap.add_argument("--configs", default="words,judge")
+    ap.add_argument("--splits", default="dev,test")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--set", action="append", default=[], help="a setting for the searches, e.g. judge_top=10")
+    ap.add_argument("--limit", type=int, default=0, help="the first N questions only (a smoke run)")
+    ap.add_argument("--judge", default="", help="a judge model folder (default: the shipped one)")
+    ap.add_argument("--judge-languages", default="", help="trust it for these (default: its model card's)")
+    args = ap.parse_args(argv)
+    judge = {k: v for k, v in (("judge_path", args.judge), ("judge_languages", args.judge_languages)) if v}
+    judge.update(kv.split("=", 1) for kv in args.set)
+    args.out.mkdir(parents=True, exist_ok=True)
+    ids = article_of_ids()
+    embedder = rag.load_embedder()
+    report = {}
+    for lang in args.langs.split(","):
+        engine = engine_for(lang, args.out, embedder, judge)
+        data = collect(lang, args.out, engine, args.limit)
+        n = len(data["questions"])
+        print(f"\n{lang}: {n} questions searched in {data['seconds']:.0f} s ({1000 * data['seconds'] / n:.0f} ms each)")
+        by_config = {}
+        for config in args.configs.split(","):
+            rows, calibration = run(lang, data, engine, config, ids)
+            by_config[config] = rows
+            cal = calibration.languages.get(lang if lang in calibration.languages else "pt")
+            print(f"  {config}: threshold {cal.threshold:.3f}, judge cut {cal.judge_cut}")
+            for split in args.splits.split(","):
+                sm = summary(rows, lang, split)
+                report[(lang, config, split)] = sm
+                print(f"    {split:<5} " + "  ".join(f"{k} {fmt_rate(v)} ({v['k']}/{v['n']})" for k, v in sm.items()))
+        if "words" in by_config and "judge" in by_config:
+            for split in args.splits.split(","):
+                a = [r["r1"] for r in by_config["judge"] if r["split"] == split and r["kind"] == "answerable"]
+                b = [r["r1"] for r in by_config["words"] if r["split"] == split and r["kind"] == "answerable"]
+                t = sign_test([float(x) for x in a], [float(x) for x in b])
+                print(f"    R@1 judge vs fused, {split}: {t}")
+        engine.close()
+    if args.json:
+        args.json.write_text(json.dumps({"|".join(k): v for k, v in report.items()}, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

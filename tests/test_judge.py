@@ -1,0 +1,139 @@
+"""The judge: the shipped cross-encoder loads offline, reorders candidates by whether they answer, decides the
+gate for the languages it reads, names itself when it refuses, and can be trained again here.
+
+Real parts throughout: the shipped judge weights, the real MiniLM embedder, a real store on disk; the
+training test runs the real training script on a few SQuAD pairs from ../shared/train.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rag.cli import main as cli_main
+from rag.gate import JUDGE, JUDGED_OUT, KEPT, SupportRule, gate
+from rag.judge import JUDGE_DIR, Judge, load_judge, passage_text
+from rag.search import Candidate, SearchResult
+
+ROOT = Path(__file__).resolve().parent.parent
+
+KILN = """# Studio kiln
+
+## Firing schedule
+
+The kiln is fired every Thursday. Pieces must be on the kiln shelf by Wednesday at 6 pm to make that firing.
+
+## Kiln room rules
+
+Only the studio manager loads and unloads the kiln. Do not open the kiln room door while the kiln is firing; the
+room stays locked until the kiln has cooled below 100 degrees.
+
+## Prices
+
+A bisque firing costs 4 euros per shelf. Glaze firings are included in the membership fee.
+"""
+
+
+def row(i: int, judge: float | None, distance: float = 0.4, **kw) -> Candidate:
+    return Candidate(f"c{i}", "d1", "kiln.md", "Studio kiln", "", f"passage {i}", 0, 10, None, None, "text", i,
+                     0.1, distance, i, i, 1.0, judge=judge, judge_rank=i, **kw)
+
+
+def test_the_shipped_judge_loads_offline_from_the_package_and_names_its_languages():
+    assert (JUDGE_DIR / "config.json").is_file() and JUDGE_DIR.parent.name == "rag"
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"  # set by `import rag`: nothing is fetched
+    judge = load_judge()
+    card = json.loads((JUDGE_DIR / "training.json").read_text(encoding="utf-8"))
+    assert judge.languages == tuple(card["judged_languages"]) and "en" in judge.languages
+    scores = judge.score("When is the kiln fired?", ["The kiln is fired every Thursday.", "Bread rises in a warm room."])
+    assert len(scores) == 2 and scores[0] > scores[1]
+    assert judge.stamp.startswith("judge-") and judge.stamp == load_judge().stamp
+
+
+@pytest.mark.parametrize("question, answers, shares_words", [
+    ("When is the kiln fired?", "The kiln is fired every Thursday.",
+     "Do not open the kiln room door while the kiln is firing."),
+    ("How much does a bisque firing cost?", "A bisque firing costs 4 euros per shelf.",
+     "Only the studio manager loads and unloads the kiln for a bisque firing."),
+])
+def test_a_passage_that_answers_outranks_one_that_only_shares_the_question_words(question, answers, shares_words):
+    judge = load_judge()
+    good, bad = judge.score(question, [answers, shares_words])
+    assert good > bad
+
+
+def test_on_a_real_folder_the_judge_puts_the_answering_passage_first(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "kiln.md").write_text(KILN, encoding="utf-8")
+    engine = make_engine(folder)
+    engine.sync()
+    result = engine.search("On which day is the kiln fired?")
+    assert result.judged == len(result.candidates) and result.judge_stamp == engine.judge.stamp
+    top = result.candidates[0]
+    assert "every Thursday" in top.content and top.judge_rank == 1
+    scores = [c.judge for c in result.candidates]
+    assert scores == sorted(scores, reverse=True)  # the judge's order; the fused rank is kept beside it
+    assert sorted(c.fused_rank for c in result.candidates) == list(range(1, len(result.candidates) + 1))
+    turn = engine.ask("On which day is the kiln fired?")
+    assert turn.gated.rule.judging and not turn.answer.refused
+    assert "every Thursday" in turn.gated.citations[0].quote
+
+
+def test_a_refusal_by_the_judge_names_it_in_the_engine_and_the_cli(make_engine, tmp_path, capsys):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "kiln.md").write_text(KILN, encoding="utf-8")
+    # A cut no passage can reach: every passage under the threshold is judged not to answer.
+    engine = make_engine(folder, judge_floor=50.0)
+    engine.sync()
+    turn = engine.ask("On which day is the kiln fired?")
+    assert turn.answer.refused and turn.gated.because == JUDGE
+    assert "the judge read the passages under cosine distance" in turn.gated.refusal
+    assert "English needs 50.00 or more" in turn.gated.refusal
+    assert JUDGED_OUT in turn.gated.verdicts
+    assert cli_main(["--folder", str(folder), "--index-dir", str(engine.settings.index_path), "ask",
+                     "On which day is the kiln fired?", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["refused"] and out["support_rule"]["judge_cut"] == 50.0
+    assert all(c["judge"] is not None and c["judge_rank"] for c in out["candidates"])
+
+
+def test_the_gate_keeps_by_judge_score_and_cut_and_says_which_test_judged():
+    result = SearchResult("q", "q", [row(1, 2.0), row(2, 0.3), row(3, -1.0)], {})
+    rule = SupportRule(0.5, judge_cut=0.5, judge_rules=("names",), judge_lang="en")
+    g = gate(result, 0.8, 4, rule)
+    assert g.verdicts == [KEPT, JUDGED_OUT, JUDGED_OUT]
+    # Over the threshold the distance decides first, judge or not.
+    g = gate(result, 0.3, 4, rule)
+    assert g.refusal.startswith("NO ANSWER: nothing under cosine distance 0.300")
+    # A name the passage lacks fails it whatever its score ("names" kept beside the judge) ...
+    named = SearchResult("q", "q", [row(1, 2.0, lacks_names=("lantern",))], {})
+    assert gate(named, 0.8, 4, rule).kept == []
+    # ... and passes without that rule.
+    assert gate(named, 0.8, 4, SupportRule(0.5, judge_cut=0.5, judge_rules=(), judge_lang="en")).kept
+
+
+def test_the_judge_reads_the_header_it_was_trained_with():
+    c = row(1, None)
+    assert passage_text(c) == "[Studio kiln]\npassage 1"
+
+
+@pytest.mark.slow
+def test_a_tiny_training_run_produces_a_judge_that_loads(tmp_path):
+    out = tmp_path / "judge"
+    proc = subprocess.run([sys.executable, str(ROOT / "lab" / "train_judge.py"), "--out", str(out), "--langs", "en",
+                           "--max-pairs", "32", "--dev-pairs", "32", "--batch", "16", "--max-length", "128"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    card = json.loads((out / "training.json").read_text(encoding="utf-8"))
+    assert card["pairs"] == 32 and card["recipe"]["steps"] == 2 and card["languages"] == ["en"]
+    judge = Judge(out, languages=["en"])
+    scores = judge.score("When is the kiln fired?", ["The kiln is fired every Thursday.", "Bread."])
+    assert len(scores) == 2 and all(isinstance(s, float) for s in scores)
+    assert judge.stamp != load_judge().stamp
