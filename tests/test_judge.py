@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import rag
 from rag.cli import main as cli_main
 from rag.gate import JUDGE, JUDGED_OUT, KEPT, SupportRule, gate
 from rag.judge import JUDGE_DIR, Judge, load_judge, passage_text
@@ -137,3 +138,18 @@ def test_a_tiny_training_run_produces_a_judge_that_loads(tmp_path):
     scores = judge.score("When is the kiln fired?", ["The kiln is fired every Thursday.", "Bread."])
     assert len(scores) == 2 and all(isinstance(s, float) for s in scores)
     assert judge.stamp != load_judge().stamp
+
+
+def test_a_language_the_judge_does_not_read_falls_back_to_the_word_tests(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "kiln.md").write_text(KILN, encoding="utf-8")
+    engine = make_engine(folder, judge_languages=("pt",))  # as if its card listed Portuguese only
+    engine.sync()
+    turn = engine.ask("On which day is the kiln fired?")
+    assert turn.result.judged  # it still reads and orders the rows ...
+    assert not turn.gated.rule.judging  # ... but the word share decides, and the screen says so
+    assert rag.evidence_rule(turn.gated.rule).startswith("support at least 50%")
+    assert JUDGED_OUT not in turn.gated.verdicts
+    pt = engine.threshold_choice("Em que dia é cozido o forno?").rule
+    assert pt.judging and pt.judge_lang == "pt"
