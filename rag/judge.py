@@ -189,8 +189,8 @@ def passage_text(c: Candidate) -> str:
 
 def rerank(result: SearchResult, judge: Judge, top: int, question: str | None = None,
            within: float | None = None) -> SearchResult:
-    """The result with its first `top` candidates scored by the judge and put first, best score first;
-    the rest follow in fused order, unscored. Each candidate keeps its fused rank (`fused_rank`) and gets
+    """The result with its first `top` candidates scored by the judge and put first, in the order that fuses
+    the judge's ranks with retrieval's; the rest follow in fused order, unscored. Each candidate keeps its fused rank (`fused_rank`) and gets
     its judge score and rank (`judge`, `judge_rank`). `question`: what the judge reads as the question
     (default: the one searched, `result.query`, so a follow-up carries its subject). `within`: read only
     the candidates at or under this distance among the first `top` (the others follow, unscored)."""
@@ -200,7 +200,11 @@ def rerank(result: SearchResult, judge: Judge, top: int, question: str | None = 
     if not head:
         return result
     scores = judge.score(question or result.query or result.question, [passage_text(c) for c in head])
-    order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
-    ranked = [dataclasses.replace(head[i], judge=round(scores[i], 4), judge_rank=r + 1)
-              for r, i in enumerate(order)]
+    by_judge = sorted(range(len(head)), key=lambda i: (-scores[i], i))
+    rank = {i: r + 1 for r, i in enumerate(by_judge)}
+    # The rows' order fuses the judge's ranks with retrieval's (reciprocal rank fusion, k = 60): alone, the
+    # judge's order lost R@1 on SQuAD's English test articles (0.78 against the fused 0.81, sign test +13/-21);
+    # fused with it, none lost and the dev articles gained (0.76 -> 0.80). docs/judge.md.
+    order = sorted(range(len(head)), key=lambda i: (-(1 / (60 + i + 1) + 1 / (60 + rank[i])), i))
+    ranked = [dataclasses.replace(head[i], judge=round(scores[i], 4), judge_rank=rank[i]) for i in order]
     return dataclasses.replace(result, candidates=ranked + list(tail), judged=len(head), judge_stamp=judge.stamp)
