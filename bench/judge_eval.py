@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 import rag  # noqa: E402
 from rag import load_settings  # noqa: E402
 from rag.gate import gate  # noqa: E402
+from rag.judge import judged_order  # noqa: E402
 from rag.metrics import contains, fmt_rate, rate, sign_test  # noqa: E402
 from lab.judge_data import TRAIN_DIR, split_of  # noqa: E402
 
@@ -101,9 +102,16 @@ def fused_order(result):
                                judged=0)
 
 
+def shipped_order(result):
+    """The judged rows in the order the engine ships (searches cached before an order change stay usable)."""
+    read = sorted((c for c in result.candidates if c.judge is not None), key=lambda c: c.fused_rank)
+    rest = [c for c in result.candidates if c.judge is None]
+    return dataclasses.replace(result, candidates=judged_order(read) + rest)
+
+
 def run(lang: str, data: dict, engine, config: str, ids: dict[str, str]) -> list[dict]:
     s, judged = configured(engine.settings, config)
-    unrelated = data["unrelated"] if judged else {q: fused_order(r) for q, r in data["unrelated"].items()}
+    unrelated = {q: shipped_order(r) if judged else fused_order(r) for q, r in data["unrelated"].items()}
     saved, engine.settings = engine.settings, s
     if not judged:
         judge, engine.judge = engine.judge, None
@@ -115,8 +123,7 @@ def run(lang: str, data: dict, engine, config: str, ids: dict[str, str]) -> list
             engine.judge = judge
     rows = []
     for q, result in zip(data["questions"], data["results"]):
-        if not judged:
-            result = fused_order(result)
+        result = fused_order(result) if not judged else shipped_order(result)
         qlang = q.get("lang") or lang
         rule = calibration.rule(qlang, s.min_support, s.close_support, s.ramp_support,
                                 s.judge_rules if judged else ())

@@ -110,7 +110,9 @@ class Settings:
     # of the word share: a passage is evidence when its score reaches the folder's cut for the question's
     # language (rag.calibration: the score that at most `judge_budget` of the unrelated questions reach, and
     # never under `judge_floor`). `judge_rules`: the word tests that still apply beside it (rag.gate).
-    judge: bool = True
+    # Off by default: the shipped judge does not yet beat the word tests on SQuAD articles it never saw (right
+    # passages kept 0.73 against 0.85 for near misses answered 0.60 against 0.74, English; docs/judge.md).
+    judge: bool = False
     judge_top: int = 20
     judge_budget: float = 0.02
     judge_floor: float = 0.0

@@ -72,7 +72,7 @@ def test_on_a_real_folder_the_judge_puts_the_answering_passage_first(make_engine
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "kiln.md").write_text(KILN, encoding="utf-8")
-    engine = make_engine(folder)
+    engine = make_engine(folder, judge=True)
     engine.sync()
     result = engine.search("On which day is the kiln fired?")
     assert result.judged == len(result.candidates) and result.judge_stamp == engine.judge.stamp
@@ -92,15 +92,16 @@ def test_a_refusal_by_the_judge_names_it_in_the_engine_and_the_cli(make_engine, 
     folder.mkdir()
     (folder / "kiln.md").write_text(KILN, encoding="utf-8")
     # A cut no passage can reach: every passage under the threshold is judged not to answer.
-    engine = make_engine(folder, judge_floor=50.0)
+    engine = make_engine(folder, judge=True, judge_floor=50.0)
     engine.sync()
     turn = engine.ask("On which day is the kiln fired?")
     assert turn.answer.refused and turn.gated.because == JUDGE
     assert "the judge read the passages under cosine distance" in turn.gated.refusal
     assert "English needs 50.00 or more" in turn.gated.refusal
     assert JUDGED_OUT in turn.gated.verdicts
-    assert cli_main(["--folder", str(folder), "--index-dir", str(engine.settings.index_path), "ask",
-                     "On which day is the kiln fired?", "--json"]) == 0
+    (tmp_path / "rag.toml").write_text("judge = true\njudge_floor = 50.0\n", encoding="utf-8")
+    assert cli_main(["--config", str(tmp_path / "rag.toml"), "--folder", str(folder), "--index-dir",
+                     str(engine.settings.index_path), "ask", "On which day is the kiln fired?", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["refused"] and out["support_rule"]["judge_cut"] == 50.0
     assert all(c["judge"] is not None and c["judge_rank"] for c in out["candidates"])
@@ -145,7 +146,7 @@ def test_a_language_the_judge_does_not_read_falls_back_to_the_word_tests(make_en
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "kiln.md").write_text(KILN, encoding="utf-8")
-    engine = make_engine(folder, judge_languages=("pt",))  # as if its card listed Portuguese only
+    engine = make_engine(folder, judge=True, judge_languages=("pt",))  # as if its card listed Portuguese only
     engine.sync()
     turn = engine.ask("On which day is the kiln fired?")
     assert turn.result.judged  # it still reads and orders the rows ...
