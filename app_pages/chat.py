@@ -205,13 +205,14 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
         "preview": ui.one_line(c.content, 110),
         "verdict": VERDICT_LABEL[v],
     } for c, v in zip(gated.candidates, gated.verdicts)]
-    frame = pd.DataFrame(rows, columns=["judge", "judge rank", "fused", "score", "dense", "BM25", "distance", "margin", "support", "needs",
+    judged = any(c.judge is not None for c in gated.candidates)  # judge off: no judge columns
+    frame = pd.DataFrame(rows, columns=(["judge", "judge rank"] if judged else []) + ["fused", "score", "dense", "BM25", "distance", "margin", "support", "needs",
                                         "lacks", "document", "section", "preview", "verdict"])
-    for col in ("judge rank", "dense", "BM25"):  # a side that did not return the row: a dash (a null cell would read "None")
+    for col in (("judge rank",) if judged else ()) + ("dense", "BM25"):  # a side that did not return the row: a dash (a null cell would read "None")
         frame[col] = [str(int(r)) if pd.notna(r) else "–" for r in frame[col]]
     colours = [VERDICT_COLOUR[v] for v in gated.verdicts]
     styled = frame.style.apply(lambda col: colours, axis=0,
-                               subset=["verdict", "distance", "margin", "judge" if gated.rule.judging else "support"])
+                               subset=["verdict", "distance", "margin"] + (["judge"] if gated.rule.judging else ["support"]))
     top = max([1.0] + [c.distance for c in gated.candidates])
     cut = gated.rule.judge_cut
     st.dataframe(styled, hide_index=True, width="stretch", column_config={

@@ -15,7 +15,10 @@ chosen on `dev`; `test` is reported. Off-folder questions belong to the article 
 Rates carry Wilson 95% intervals; R@1 of the judge's order against the fused order gets a paired sign test.
 
     .venv/bin/python bench/judge_eval.py [--langs en,pt,es] [--configs words,judge] [--splits dev,test]
-                                         [--out bench/out] [--json FILE]
+                                         [--judge-languages en,pt,es] [--out bench/out] [--json FILE]
+
+The judge is on for these runs whatever the app's default (`judge = false`); `--judge-languages` lets it
+decide for languages its card does not list (docs/judge.md measured Portuguese that way).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ def article_of_ids() -> dict[str, str]:
 
 def engine_for(lang: str, out: Path, embedder, judge: dict) -> "rag.Engine":
     settings = load_settings(config=out / "none.toml", env={}, folder=SQUAD / lang / "docs",
-                             index_dir=out / f"idx-squad-{lang}", **judge)
+                             index_dir=out / f"idx-squad-{lang}", **{"judge": True, **judge})
     return rag.Engine(settings, embedder=embedder)
 
 

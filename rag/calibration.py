@@ -216,8 +216,8 @@ class LanguageCalibration:
                f"questions would pass (budget {self.budget:.0%} for each kind: everyday, general knowledge)")
         if self.bound == "ceiling":
             out += ("; that is the highest value allowed: fewer unrelated questions than the budget would pass at "
-                    f"any distance ({'the judge' if self.judge_cut is not None else 'the word tests'} refuses the "
-                    "others), so the distance decides little here")
+                    f"any distance ({'the judge refuses' if self.judge_cut is not None else 'the word tests refuse'} "
+                    "the others), so the distance decides little here")
         elif self.bound:
             out += f"; held at the {self.bound}"
         if self.excluded_topics:
