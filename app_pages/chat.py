@@ -28,6 +28,8 @@ from __future__ import annotations
 import time
 import uuid
 
+import math
+
 import pandas as pd
 import streamlit as st
 
@@ -366,7 +368,7 @@ def render_turn(turn_no: int, turn: dict, live: bool) -> None:
                                 f"at cosine distance **{c.distance:.3f}**.{lacks}")
                     s = gated.closest_supported
                     if s is not None:
-                        need = gated.needed_threshold  # rounded up, so it really passes
+                        need = math.ceil(s.distance * 1000) / 1000  # rounded up, so it really passes
                         st.markdown(f"A threshold of **{need:.3f}** would let **{ui.md_escape(s.doc_name)}** through "
                                     + ("(the nearest passage the judge says answers)." if rule.judging else
                                        "(the nearest passage that holds the question's words)."))

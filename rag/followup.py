@@ -51,7 +51,6 @@ _FUNCTION = frozenset(fold(w) for w in """a an the of to in on at by for from wi
     posso devo deve eu me meu minha nós você vocês seu sua isso muito mais menos também já só então
     lhe lhes the""".split())
 _WORD = re.compile(r"[^\W_][\w'’-]*", re.UNICODE)
-_ACCENTED_E = re.compile(r"^[éêÉÊ]$")
 
 
 def is_followup(question: str) -> bool:
@@ -59,18 +58,11 @@ def is_followup(question: str) -> bool:
 
     >>> [is_followup(q) for q in ("E para PDFs?", "Why?", "O que faço com isso?", "", "?!", "What is SKU-88213?")]
     [True, True, True, False, False, False]
-
-    "É" (is) is not the connective "e" (and): the first word is read with its accent.
-
-    >>> is_followup("É possível pagar a renda em duas prestações?"), is_followup("E a renda?")
-    (False, True)
     """
-    written = _WORD.findall(question)
-    words = [fold(w) for w in written]
+    words = [fold(w) for w in _WORD.findall(question)]
     if not words:
         return False
-    # Accents are folded away for the openers ("tambem", "entao"), but "é" must not become "e".
-    head = " ".join(words[:3]) if not _ACCENTED_E.match(written[0]) else ""
+    head = " ".join(words[:3])
     if any(head == o or head.startswith(o + " ") for o in _OPENERS):
         return True
     if len(words) <= 3 and not any(is_code(w) for w in words):

@@ -96,7 +96,7 @@ JUDGED_OUT = "judged not to answer"
 # Names the version of the tests below: a change to them recalibrates every folder (part of the calibration's
 # fingerprint), since the calibrated threshold is chosen with them.
 GATE_RULES = ("support-10: the judge decides for the languages it reads, with the word tests in judge_rules "
-              "beside it; a small number counting the word after it is a quantity; "
+              "beside it; "
               "between the close distance and the rise the share needed grows; far out the share "
               "needed rises to every word; a measure word is held by a value of "
               "it; a follow-up's subject may be held by the passage's document; a name the folder never mentions "
@@ -618,17 +618,9 @@ class Gated:
 
     @property
     def needed_threshold(self) -> float | None:
-        """The smallest threshold, in thousandths, that would let a candidate through (None: no threshold
-        would, since no candidate passes the support test). Rounded up, so that the value shown really lets it
-        through: 0.8427 is 0.843, not 0.843 rounded down to 0.842 (the chat and `rag ask` both print this).
-
-        >>> row = Candidate("c", "d", "a.md", "", "", "", 0, 1, None, None, "text", 1, 0.1, 0.8421, 1, 1, 1.0)
-        >>> Gated("q", 0.8, 4, [row], [OVER], [], "NO", row, closest_supported=row).needed_threshold
-        0.843
-        """
-        if self.closest_supported is None:
-            return None
-        return math.ceil(self.closest_supported.distance * 1000 - 1e-9) / 1000
+        """The smallest threshold that would let a candidate through (None: no threshold would, since
+        no candidate passes the support test)."""
+        return self.closest_supported.distance if self.closest_supported else None
 
 
 def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: SupportRule = NO_SUPPORT_TEST) -> Gated:

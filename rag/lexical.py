@@ -304,13 +304,6 @@ def identifier_numbers(question: str) -> list[str]:
     ['2', '12']
     >>> identifier_numbers("Um PDF com mais de 2000 páginas, a 60 Hz, for about 40 people?")
     []
-
-    A small number that counts the word after it, with no word of its own before it, is a quantity: "Can 4
-    people share a berth?", "the 2 types"; a label has its noun before it ("Level 4", "sala 12") and a year is a
-    name wherever it stands ("the 2025 regatta").
-
-    >>> identifier_numbers("Can 4 people share a berth?"), identifier_numbers("Podem 3 pessoas dormir no barco 7?")
-    ([], ['7'])
     """
     text = unicodedata.normalize("NFC", question)
     out: dict[str, None] = {}
@@ -319,10 +312,6 @@ def identifier_numbers(question: str) -> list[str]:
         if (_QUANTITY_AFTER.match(text, m.end()) or re.search(r"[€$£]\s*$", before)
                 or _QUANTITY_BEFORE.search(before)):
             continue
-        word_before = re.search(r"([^\W\d_]+)\W*$", before)
-        if (int(m.group()) < 1000 and re.match(r"\s+[^\W\d_]", text[m.end():])
-                and (word_before is None or fold(word_before.group(1)) in _not_content())):
-            continue  # a count of the word after it: "4 people"
         out.setdefault(m.group(), None)
     return list(out)
 
