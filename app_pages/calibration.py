@@ -25,7 +25,9 @@ import streamlit as st
 import ui
 import rag
 from rag import calibration as cal
-from rag import evaluate
+from rag.lexical import question_language
+from rag.needles import Question, load_questions, save_question
+from rag.sweep import Sweep, sweep
 
 ws = ui.workspace()
 engine = ws.engine
@@ -56,15 +58,15 @@ def show(calibration: cal.Calibration) -> None:
                 icon=":material/tune:")
 
     try:
-        own = evaluate.load_questions(questions_path)
+        own = load_questions(questions_path)
     except ValueError as exc:
         st.error(ui.md_escape(f"The questions file cannot be read: {exc}"))
         own = []
-    sentences = [evaluate.Question(question=s, needle=s, lang=lang, kind="folder sentence")
+    sentences = [Question(question=s, needle=s, lang=lang, kind="folder sentence")
                  for lang, s in cal.folder_sentences(engine.snapshot.chunks)]
     asked = sentences + own
 
-    def measured() -> evaluate.Sweep | None:
+    def measured() -> Sweep | None:
         """Search each question once per change of questions or index; re-gating is cheap, searching is not."""
         if not asked:
             return None
@@ -75,7 +77,7 @@ def show(calibration: cal.Calibration) -> None:
             with st.spinner(f"Searching {len(asked)} questions…"):
                 cached = (key, [engine.search(q.question) for q in asked])
             st.session_state["calibration_results"] = cached
-        return evaluate.sweep(engine, asked, budget=engine.settings.calibration_budget, results=cached[1])
+        return sweep(engine, asked, budget=engine.settings.calibration_budget, results=cached[1])
 
 
     sw = measured()
@@ -162,9 +164,9 @@ def show(calibration: cal.Calibration) -> None:
             elif refuse == bool(expected.strip()):
                 st.error("Give the sentence that answers it, or tick 'should refuse' (one of the two).")
             else:
-                q = evaluate.Question(question=text.strip(), needle=None if refuse else " ".join(expected.split()),
-                                      lang=evaluate.question_language(text), refuse=refuse)
-                evaluate.save_question(questions_path, q)
+                q = Question(question=text.strip(), needle=None if refuse else " ".join(expected.split()),
+                             lang=question_language(text), refuse=refuse)
+                save_question(questions_path, q)
                 st.success(ui.md_escape(f"Saved: {q.question}"))
                 st.rerun()
     st.caption(f"{len(own)} questions of your own · {len(sentences)} of the folder's sentences · "

@@ -11,7 +11,7 @@ For the questions the engine answers (refusals are skipped and counted):
 
 - (a) needle quoted: some chosen sentence overlaps the needle: `contains(sentence, needle)` (the whole
   needle inside the sentence) or `contains(needle, sentence)` (the sentence inside the needle: a needle
-  the splitter cut in two), white space normalised (`rag.evaluate.contains`);
+  the splitter cut in two), white space normalised (`rag.needles.contains`);
 - (b) from the needle's passage: the share of all answer sentences whose citation's quote (a kept chunk's
   content) contains the whole needle.
 
@@ -39,7 +39,8 @@ sys.path.insert(0, str(ROOT))
 import rag  # noqa: E402
 from rag import load_settings  # noqa: E402
 from rag.answer import ANSWER_RULE, EVERY_SENTENCE, AnswerRule, ChosenSentence, ExtractiveGenerator  # noqa: E402
-from rag.evaluate import contains, fmt_rate, load_questions, rate, sign_test  # noqa: E402
+from lab.metrics import fmt_rate, rate, sign_test  # noqa: E402
+from rag.needles import contains, load_questions  # noqa: E402
 
 from bench.refusals import half  # noqa: E402
 

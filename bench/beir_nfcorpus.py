@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
-import rag
-from rag.beir import run_beir
-from rag.settings import load_settings
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import rag  # noqa: E402
+from lab.beir import run_beir  # noqa: E402
+from rag.settings import load_settings  # noqa: E402
+
 NFCORPUS = Path("/work/shared/eval/nfcorpus")
 OUT = ROOT / "bench" / "out"
 

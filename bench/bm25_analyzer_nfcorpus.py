@@ -22,7 +22,8 @@ sys.path.insert(0, str(ROOT))
 
 import rag.lexical as lx  # noqa: E402
 from rag.chunk import strategy  # noqa: E402
-from rag.evaluate import beir_chunks, load_beir, ndcg_at, recall_at  # noqa: E402
+from lab.beir import beir_chunks, load_beir  # noqa: E402
+from lab.metrics import ndcg_at, recall_at  # noqa: E402
 
 NFCORPUS = Path("/work/shared/eval/nfcorpus")
 ORIGINAL = lx.analyze

@@ -15,7 +15,7 @@ Steps, each a subcommand:
   app's search ranks with.
 - `lexical`: the BM25 side alone on the same development questions, with each analyzer step switched
   off in turn (stopwords, stemming, accent folding, whole-code tokens, numbers) and other BM25 variants.
-- `nfcorpus`: fusion rules on NFCorpus's dev split through `rag.beir.run_beir` (the app's search);
+- `nfcorpus`: fusion rules on NFCorpus's dev split through `lab.beir.run_beir` (the app's search);
   `--rules feedback`: the feedback settings instead (passages, and rag.search's FEEDBACK_* one at a time);
   `--split test`: the app before and after on the test split, with a paired sign test.
 - `report`: the chosen defaults through `Engine.search` itself on the held-out SQuAD half (and the
@@ -30,16 +30,19 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the lab beside rag/, wherever the script is run from
 
 import rag  # noqa: E402
-from rag.evaluate import cached_vectors, load_questions  # noqa: E402
+from lab.beir import cached_vectors  # noqa: E402
+from lab.metrics import SignTest, rate, sign_test  # noqa: E402
 from rag.lexical import LexicalIndex, analyze, question_language  # noqa: E402
-from rag.metrics import SignTest, rate, sign_test  # noqa: E402
+from rag.needles import load_questions  # noqa: E402
 from rag.search import dense_top, fused_order, hybrid_search  # noqa: E402
 from rag.settings import load_settings  # noqa: E402
 
@@ -300,7 +303,7 @@ def nfcorpus(out: Path, split: str = "dev", rule_set: str = "fusion") -> None:
     """Fusion rules on NFCorpus's dev split, through `run_beir` (the app's search over a snapshot of the
     corpus); `rule_set` "feedback": the feedback settings instead of the fusion rules. Needs the vector
     cache bench/beir_nfcorpus.py writes."""
-    from rag.beir import beir_chunks, load_beir, run_beir
+    from lab.beir import beir_chunks, load_beir, run_beir
     from rag.chunk import strategy
 
     embedder = rag.load_embedder()

@@ -39,8 +39,9 @@ import rag  # noqa: E402
 from rag import load_settings  # noqa: E402
 from rag.gate import gate  # noqa: E402
 from rag.judge import judged_order  # noqa: E402
-from rag.metrics import contains, fmt_rate, rate, sign_test  # noqa: E402
+from rag.needles import contains  # noqa: E402
 from lab.judge_data import TRAIN_DIR, split_of  # noqa: E402
+from lab.metrics import fmt_rate, rate, sign_test  # noqa: E402
 
 SQUAD = ROOT.parent / "shared" / "eval" / "squad2"
 

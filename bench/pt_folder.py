@@ -14,13 +14,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import rag  # noqa: E402
-from rag import evaluate as ev  # noqa: E402
+from lab import evaluate as ev  # noqa: E402
+from rag.needles import load_questions  # noqa: E402
 from rag.settings import load_settings  # noqa: E402
 
 if __name__ == "__main__":
     folder = ROOT / "data" / "notas"
     qs = [dataclasses.replace(q, document=q.document[len("notas/"):])
-          for q in ev.load_questions(ROOT / "bench" / "sample_needles.jsonl")
+          for q in load_questions(ROOT / "bench" / "sample_needles.jsonl")
           if q.answerable and q.document and q.document.startswith("notas/")]
     assert not ev.check_needles(qs, folder)
     # Reciprocal rank fusion with the weights as written (no per-question change), as measured before

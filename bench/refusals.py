@@ -35,10 +35,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the lab beside rag/, wherever the script is run from
 
 import rag  # noqa: E402
 from rag import gate, load_settings  # noqa: E402
-from rag.evaluate import contains, fmt_rate, load_questions, rate  # noqa: E402
+from lab.metrics import fmt_rate, rate  # noqa: E402
+from rag.needles import contains, load_questions  # noqa: E402
 
 
 def half(qid: str) -> str:

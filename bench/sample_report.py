@@ -23,8 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import rag  # noqa: E402
-from rag import evaluate as ev  # noqa: E402
+from lab import evaluate as ev  # noqa: E402
+from rag.needles import load_questions  # noqa: E402
 from rag.settings import load_settings  # noqa: E402
+from rag.sweep import sweep  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 
@@ -51,7 +53,7 @@ if __name__ == "__main__":
     OUT.mkdir(parents=True, exist_ok=True)
     settings = load_settings(config=OUT / "none.toml", env={}, folder=a.folder)
     emb = rag.load_embedder()
-    questions = ev.load_questions(a.set)
+    questions = load_questions(a.set)
     problems = ev.check_needles(questions, Path(a.folder))
     assert not problems, problems
     variants = [f"E/hybrid:{v}" for v in a.variants.split(",") if v]
@@ -77,9 +79,9 @@ if __name__ == "__main__":
     md += ["Fusion weights used: " + ", ".join(f"{c} {w}" for c, w in run.weights.items() if c.startswith('E/')), ""]
 
     with tempfile.TemporaryDirectory(prefix="rag-sweep-") as tmp:
-        engine, _ = ev._open_engine(Path(a.folder), Path(tmp), emb, settings)
+        engine, _ = ev.open_engine(Path(a.folder), Path(tmp), emb, settings)
         try:
-            sw = ev.sweep(engine, questions, budget=0.1)
+            sw = sweep(engine, questions, budget=0.1)
         finally:
             engine.close()
     for group, rows in sw.rows.items():

@@ -1,5 +1,6 @@
 """BEIR benchmarks through the app's own search: a BEIR folder (corpus, queries, graded judgments) becomes
-a snapshot as a folder of documents does, and every query goes through `rag.search.hybrid_search`.
+a snapshot as a folder of documents does, and every query goes through `rag.search.hybrid_search`. The
+lab beside the product: `rag eval beir` calls it.
 
 - `load_beir`: corpus.jsonl(.gz), queries.jsonl and qrels/<split>.tsv; only judged queries are kept.
 - `beir_chunks` / `beir_snapshot`: each document chunked by the project's chunker (its title as the
@@ -24,10 +25,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from lab.metrics import SignTest, first_rank, ndcg_at, recall_at, reciprocal_rank, sign_test
 from rag.chunk import Chunk, Strategy, chunk_document, strategy as make_strategy
 from rag.extract import EXTRACTOR_VERSIONS, Extracted, Section
 from rag.lexical import LexicalIndex, question_language
-from rag.metrics import SignTest, first_rank, ndcg_at, recall_at, reciprocal_rank, sign_test
 from rag.search import Snapshot, dense_top, hybrid_search, question_weights
 from rag.settings import Settings
 from rag.store import StoredChunk, chunk_metadata

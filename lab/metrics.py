@@ -4,10 +4,9 @@
   and BEIR compute it).
 - Uncertainty: Wilson 95% intervals for a rate, and the exact paired sign test (two-sided binomial on the
   discordant pairs) for two configurations asked the same questions.
-- The hit rule of needle sets: a passage answers when it contains the whole expected sentence, white
-  space compared loosely (PDF text joins lines).
 
-What it does not do: search, index or read files (rag.evaluate and rag.beir run the measurements).
+What it does not do: search, index or read files (lab.evaluate and lab.beir run the measurements), or
+decide whether a passage holds an expected sentence (the product's own rule, `rag.needles.contains`).
 
 >>> round(ndcg_at(["a", "b", "c"], {"b": 2, "c": 1}, k=3), 4)
 0.6697
@@ -15,14 +14,11 @@ What it does not do: search, index or read files (rag.evaluate and rag.beir run 
 [0.237, 0.763]
 >>> sign_test([1, 1, 1, 0], [0, 0, 0, 0])
 SignTest(wins=3, losses=0, ties=1, p=0.25)
->>> contains("Set-up takes\\ntwo commands.", "takes two commands")
-True
 """
 
 from __future__ import annotations
 
 import math
-import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
@@ -101,14 +97,3 @@ def rate(successes: int, n: int) -> dict:
 
 def fmt_rate(r: Mapping) -> str:
     return f"{r['rate']:.2f} [{r['low']:.2f}, {r['high']:.2f}]"
-
-
-
-def _squash(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFC", text).split())
-
-
-def contains(content: str, needle: str) -> bool:
-    """The whole needle is in the content, white space compared loosely (PDF text joins lines)."""
-    return _squash(needle) in _squash(content)
-

@@ -14,16 +14,29 @@ Stages, one module each: extract -> chunk -> embed -> store (Chroma) + lexical (
 gate (+ citations) -> answer (generation; `citations` checks an answer's [n], `followup` handles
 follow-up questions). `library` keeps one record per document; `indexer` is the one writer of the store
 and the library (`uploads` puts files into the folder); `engine` answers and is the front door.
+
+Measuring is not here: the lab (`lab/`, beside this package: needle runs, BEIR, statistics) measures the
+engine, and `rag eval` imports it only when it runs. What the app itself shows of measuring stays here:
+the calibration page's questions (`needles`) and threshold sweep (`sweep`).
 """
 
 import os as _os
 
-# Nothing reaches the network at run time: models load from disk, telemetry is off. OpenMP threads
-# sleep rather than spin between batches: on a shared 2-core machine spinning cost a query 1 s, not 11 ms.
-for _k, _v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
-               "ANONYMIZED_TELEMETRY": "False", "TOKENIZERS_PARALLELISM": "false",
-               "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error",
-               "OMP_WAIT_POLICY": "PASSIVE"}.items():
+# The one side effect of importing rag: environment variables the app needs set before the libraries that
+# read them load. Each is a default (setdefault): a value the person has set wins.
+_ENVIRONMENT = {
+    # Offline: the model and the judge load from disk; nothing reaches the network at run time.
+    "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+    # No usage reports from the Hugging Face libraries or from Chroma.
+    "HF_HUB_DISABLE_TELEMETRY": "1", "ANONYMIZED_TELEMETRY": "False",
+    # Quiet: no progress bars, the libraries' messages only when they are errors, and no warning from the
+    # tokenizers library when a process forks after it has tokenized.
+    "TOKENIZERS_PARALLELISM": "false", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error",
+    # OpenMP threads sleep rather than spin between batches: on a shared 2-core machine spinning cost a
+    # query 1 s, not 11 ms.
+    "OMP_WAIT_POLICY": "PASSIVE",
+}
+for _k, _v in _ENVIRONMENT.items():
     _os.environ.setdefault(_k, _v)
 
 from rag.answer import (Answer, ChosenSentence, ExtractiveGenerator, Generator, LLMGenerator,  # noqa: E402

@@ -3,7 +3,7 @@
     rag index [FOLDER] [--rebuild]
     rag ask "question" [--threshold X] [--max-chunks K] [--json]
     rag status [--json]
-    rag eval needles SET | rag eval sweep IN OUT | rag eval beir DIR   (rag.evaluate, rag.beir)
+    rag eval needles SET | rag eval sweep IN OUT | rag eval beir DIR   (the lab: lab.evaluate, lab.beir)
 
 Settings come from `load_settings()` (rag.toml, RAG_* variables); `--folder`, `--index-dir` and
 `--config` override them. The CLI prints what the app shows: the answer, its citations, and the full
@@ -224,6 +224,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 # --- `rag eval ...` ---------------------------------------------------------------------------------
+# The measuring lives in the lab (lab/, shipped beside rag/), imported only when `rag eval` runs: the app,
+# `rag ask` and `rag index` never load it.
 
 DEFAULT_COMPARE = ("E/hybrid:A/hybrid", "E/hybrid:C/hybrid", "E/hybrid:E/dense", "E/hybrid:E/bm25")
 
@@ -255,6 +257,19 @@ def add_eval_parser(sub) -> None:
     pb.set_defaults(fn=cmd_eval_beir)
 
 
+def _lab(name: str):
+    """The lab's module `lab.<name>`; without the lab, a ValueError that `main` prints as one line (exit 2)."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"lab.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("lab", f"lab.{name}"):
+            raise  # the lab is there but something it needs is not: the full error says what
+        raise ValueError("`rag eval` needs the project's lab (the `lab` package beside `rag`), which this "
+                         "installation lacks: install the whole project, or run it from the project's folder") from None
+
+
 def _settings(args) -> Settings:
     return load_settings(args.config, folder=args.folder, index_dir=args.index_dir)
 
@@ -272,22 +287,23 @@ def _pairs(specs: Sequence[str]) -> list[tuple[str, str]]:
 
 def cmd_eval_needles(args) -> int:
     from rag.embed import load_embedder
-    from rag.evaluate import MODES, STRATEGIES, check_needles, evaluate_needles, load_questions
+    from rag.needles import load_questions
 
+    ev = _lab("evaluate")
     settings = _settings(args)
     questions = load_questions(args.set)
     if not questions:
         raise ValueError(f"no questions in {args.set}")
-    problems = check_needles(questions, settings.folder)
+    problems = ev.check_needles(questions, settings.folder)
     for p in problems:
         print(f"warning: {p}")
     configs = [c.strip() for c in args.configs.split(",")] if args.configs else None
     compare = _pairs(args.compare or DEFAULT_COMPARE)
-    configs = list(dict.fromkeys((configs or [f"{s}/{m}" for s in STRATEGIES for m in MODES])
+    configs = list(dict.fromkeys((configs or [f"{s}/{m}" for s in ev.STRATEGIES for m in ev.MODES])
                                  + [c for pair in compare for c in pair]))
     at = [int(k) for k in args.at.split(",")]
     embedder = load_embedder(settings.model, settings.embed_batch_size, settings.model_languages)
-    run = evaluate_needles(questions, settings.folder, embedder, settings, configs)
+    run = ev.evaluate_needles(questions, settings.folder, embedder, settings, configs)
     if args.json:
         print(json.dumps(run.to_json(compare, at), ensure_ascii=False, indent=1))
     else:
@@ -298,8 +314,10 @@ def cmd_eval_needles(args) -> int:
 
 def cmd_eval_sweep(args) -> int:
     from rag.embed import load_embedder
-    from rag.evaluate import _open_engine, load_questions, sweep
+    from rag.needles import load_questions
+    from rag.sweep import sweep
 
+    ev = _lab("evaluate")
     settings = _settings(args)
     questions = load_questions(args.inp)
     if not questions:
@@ -307,26 +325,26 @@ def cmd_eval_sweep(args) -> int:
     embedder = load_embedder(settings.model, settings.embed_batch_size, settings.model_languages)
     # A temporary index of the folder with the person's settings: their own index is never written to.
     with tempfile.TemporaryDirectory(prefix="rag-sweep-") as tmp:
-        engine, _ = _open_engine(settings.folder, Path(tmp), embedder, settings)
+        engine, _ = ev.open_engine(settings.folder, Path(tmp), embedder, settings)
         try:
             sw = sweep(engine, questions, budget=args.budget)
         finally:
             engine.close()
     Path(args.out).write_text(json.dumps(sw.to_json(), ensure_ascii=False, indent=1), encoding="utf-8")
     for group in sw.rows:
-        print(sw.table(group) + "\n")
+        print(ev.sweep_table(sw, group) + "\n")
     print(f"written: {args.out}")
     return 0
 
 
 def cmd_eval_beir(args) -> int:
-    from rag.beir import run_beir
     from rag.embed import load_embedder
 
+    beir = _lab("beir")
     settings = _settings(args)
     embedder = load_embedder(settings.model, settings.embed_batch_size, settings.model_languages)
-    run = run_beir(args.dir, embedder, settings, split=args.split, strategy=args.strategy,
-                   candidates=args.candidates, cache=Path(args.cache) if args.cache else None)
+    run = beir.run_beir(args.dir, embedder, settings, split=args.split, strategy=args.strategy,
+                        candidates=args.candidates, cache=Path(args.cache) if args.cache else None)
     if args.json:
         print(json.dumps({k: v for k, v in vars(run).items() if k != "per_query"}, indent=1))
     else:

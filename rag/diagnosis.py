@@ -20,7 +20,7 @@ import numpy as np
 
 from rag.extract import extract
 from rag.gate import CAPPED, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, UNSUPPORTED, Gated, percent
-from rag.metrics import contains
+from rag.needles import contains
 from rag.search import SearchResult, fused_order
 
 EXTRACTION, CHUNKING, RANKS, GATED, CAPPED_OUT, CITED = "extraction", "chunking", "ranks", "gated", "capped", "cited"

@@ -15,7 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import rag
-from rag.evaluate import Question, load_questions, save_question
+from rag.needles import Question, load_questions, save_question
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "app_pages" / "calibration.py")

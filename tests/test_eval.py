@@ -1,7 +1,8 @@
-"""rag.metrics, rag.evaluate, rag.diagnosis and rag.beir: metrics against hand-computed values, the sample
-needle set's invariants, the "why wasn't it found?" verdict for each of its cases, destroyed answers, the
-threshold sweep (through `rag eval sweep`) and a BEIR run through the app's own search, all on real parts:
-the MiniLM model, Chroma on disk, documents written here.
+"""The lab (lab.metrics, lab.evaluate, lab.beir) and the product's needle rules (rag.needles, rag.sweep,
+rag.diagnosis): metrics against hand-computed values, the sample needle set's invariants, the "why wasn't
+it found?" verdict for each of its cases, destroyed answers, the threshold sweep (through `rag eval
+sweep`) and a BEIR run through the app's own search, all on real parts: the MiniLM model, Chroma on disk,
+documents written here.
 
 One small engine (blind 512-character chunks, 3 candidates) is shared by the module: every "why" case is
 a different expected sentence or gate over the same search.
@@ -19,14 +20,14 @@ import pytest
 import rag
 from rag import Engine, gate, load_settings, rrf
 from rag.cli import main as cli_main
-from rag.beir import beir_chunks, beir_snapshot, cached_vectors, load_beir, run_beir
+from lab.beir import beir_chunks, beir_snapshot, cached_vectors, load_beir, run_beir
+from lab.evaluate import check_needles, evaluate_needles
+from lab.metrics import first_rank, ndcg_at, recall_at, reciprocal_rank, sign_test, wilson
 from rag.diagnosis import CAPPED_OUT, CHUNKING, CITED, EXTRACTION, GATED, RANKS, why_not_found
-from rag.evaluate import (
-    Question, SweepRow, check_needles, evaluate_needles, load_questions, question_language, save_question,
-    suggest_threshold,
-)
-from rag.metrics import contains, first_rank, ndcg_at, recall_at, reciprocal_rank, sign_test, wilson
+from rag.lexical import question_language
+from rag.needles import Question, contains, load_questions, save_question
 from rag.search import hybrid_search
+from rag.sweep import SweepRow, suggest_threshold
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_SET = ROOT / "bench" / "sample_needles.jsonl"
@@ -332,11 +333,14 @@ def test_beir_run_on_a_small_benchmark(tmp_path, embedder):
         run_beir(tmp_path, embedder, settings, fusion="doc")
 
 
-def test_moved_names_stay_importable_from_evaluate():
-    from rag import beir, diagnosis, evaluate, metrics
+def test_the_lab_measures_with_the_products_own_rules():
+    # One rule in one place: the lab's needle runs and the calibration page judge a passage alike.
+    import lab.beir
+    import lab.evaluate
+    import rag.diagnosis
+    import rag.needles
+    import rag.sweep
 
-    for module, names in ((metrics, ("contains", "fmt_rate", "rate", "sign_test", "wilson", "ndcg_at")),
-                          (diagnosis, ("why_not_found", "Diagnosis", "UNSUPPORTED_OUT")),
-                          (beir, ("run_beir", "load_beir", "beir_chunks", "cached_vectors"))):
-        for name in names:
-            assert getattr(evaluate, name) is getattr(module, name)
+    assert lab.evaluate.contains is rag.needles.contains is rag.diagnosis.contains is rag.sweep.contains
+    assert lab.evaluate.Question is rag.needles.Question is rag.sweep.Question
+    assert lab.beir.hybrid_search is hybrid_search

@@ -1040,7 +1040,7 @@ def test_settings_reject_bad_values_with_the_settings_name():
 
 
 def test_why_not_found_says_when_the_support_test_stopped_a_passage(make_engine, tmp_path):
-    from rag.evaluate import UNSUPPORTED_OUT, why_not_found
+    from rag.diagnosis import UNSUPPORTED_OUT, why_not_found
 
     folder = tmp_path / "docs"
     folder.mkdir()
