@@ -44,10 +44,6 @@ from rag.settings import DEFAULT_THRESHOLD, Settings
 from rag.uploads import HELD_DIR, HeldUpload, already_there, held, peek, release, save_upload
 from rag.viewer import Located, ViewerError, locate
 
-# The calibration asks 800 questions: the judge reads only each one's first few candidates there (the ones
-# that decide whether it would be answered), within the calibration's ceiling distance.
-CALIBRATION_JUDGE_TOP = 3
-
 # Re-exported: tests and tools import these from here, where they were defined before indexing and uploads
 # moved to their own modules.
 from rag.indexer import doc_id_for  # noqa: E402,F401
@@ -329,14 +325,12 @@ class Engine:
         """What the calibration depends on: the model, the chunker, the search and gate settings, the shipped
         question sets and the indexed content. The same fingerprint means the stored calibration holds."""
         s = self.settings
-        key = [self.embedder.name, self.embedder.dimension, self.strategy.version, s.candidates, s.rrf_k, s.bm25_k1,
-               s.bm25_b, s.fusion, s.feedback, FEEDBACK_RULE, s.dense_weight, s.dense_weight_unread, s.bm25_weight,
-               tuple(self.embedder.languages), sorted(self._languages), self._main_language(), s.min_support,
-               s.close_support, s.close_percentile, s.rise_percentile, s.ramp_support, s.calibration_budget, s.calibration_floor,
-               s.calibration_ceiling,
-               questions_digest(), GATE_RULES, word_rules(), self.indexer.content_key,
-               self.judge.stamp if self.judge else "", s.judge, s.judge_budget, s.judge_floor, s.judge_rules,
-               tuple(self.judge.languages) if self.judge else ()]
+        # Every tuned setting (Settings.tuning, whatever is added to it later), the settings a person changes
+        # that move a calibration, the versions of the rules in code, and what the folder holds.
+        key = [s.tuning, s.candidates, s.judge, self.embedder.name, self.embedder.dimension, self.strategy.version,
+               tuple(self.embedder.languages), sorted(self._languages), self._main_language(),
+               questions_digest(), GATE_RULES, word_rules(), FEEDBACK_RULE, self.indexer.content_key,
+               self.judge.stamp if self.judge else "", tuple(self.judge.languages) if self.judge else ()]
         return hashlib.sha1(repr(key).encode("utf-8")).hexdigest()
 
     def calibrated(self, stale_ok: bool = False) -> Calibration | None:
@@ -369,7 +363,7 @@ class Engine:
         def search(question: str, vector: np.ndarray) -> SearchResult:
             found = hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=s,
                                   weights=self.fusion_weights(s, question), vector=vector)
-            return self._judged(found, s, top=min(s.judge_top, CALIBRATION_JUDGE_TOP), within=s.calibration_ceiling)
+            return self._judged(found, s, top=min(s.judge_top, s.calibration_judge_top), within=s.calibration_ceiling)
 
         return search
 

@@ -36,6 +36,18 @@ DEFAULT_THRESHOLD = 0.675
 JUDGE_RULES = ("names", "wordless", "subject", "codes")
 
 
+# The settings a person changes are plain fields. The others are tuning: chosen by measurement on development
+# data (docs/settings.md says what each buys, with the command that measured it), marked here with `_tuned`.
+# Every tuned value enters the calibration's fingerprint (`Settings.tuning`), so none can be forgotten there;
+# TUNING_VERSION names the tuning as a whole, for a change of meaning no value shows.
+TUNING_VERSION = "tuning-1"
+_TUNED = {"tuning": True}
+
+
+def _tuned(default: Any) -> Any:
+    return field(default=default, metadata=_TUNED)
+
+
 @dataclass(frozen=True)
 class Settings:
     # Where the documents are and where their index lives (default: a hidden folder inside it).
@@ -45,28 +57,28 @@ class Settings:
     # Embedding model: the built-in name, or a path to any sentence-transformers model on disk.
     model: str = DEFAULT_MODEL
     model_languages: tuple[str, ...] = ()  # empty: read from the model card, else assume English
-    embed_batch_size: int = 32
+    embed_batch_size: int = _tuned(32)
 
     # Chunking: cut at section and paragraph boundaries, with a [Title > Section] header: strategy "E".
-    chunk_strategy: str = "E"
-    chunk_budget: int = 512
+    chunk_strategy: str = _tuned("E")
+    chunk_budget: int = _tuned(512)
 
     # Retrieval: dense + BM25, fused per question (rag.search.fuse). The default, chosen on development
     # data (bench/fusion.py): a convex combination of z-score normalised scores, dense 0.6 and BM25 0.4;
     # the dense side weighs 0.1 for a question in a language the model does not read when the folder has
     # text in that language (BM25 matches its words; the model's similarities for it rank poorly).
     candidates: int = 20
-    fusion: str = "zscore"  # "zscore" / "minmax" (normalised scores, convex combination) or "rrf" (ranks)
-    rrf_k: int = 60  # reciprocal rank fusion's k, when fusion = "rrf"
-    dense_weight: float = 0.6
-    bm25_weight: float = 0.4
-    dense_weight_unread: float = 0.1
+    fusion: str = _tuned("zscore")  # "zscore" / "minmax" (normalised scores, convex combination) or "rrf" (ranks)
+    rrf_k: int = _tuned(60)  # reciprocal rank fusion's k, when fusion = "rrf"
+    dense_weight: float = _tuned(0.6)
+    bm25_weight: float = _tuned(0.4)
+    dense_weight_unread: float = _tuned(0.1)
     # Pseudo-relevance feedback: the first ranking's best `feedback` passages stay first, and both sides
     # search again from them to order the rest (rag.search.feedback); 0 turns it off. Distances, support
     # and the gate stay the question's. 5 chosen on NFCorpus's dev split (3: .347, 5: .351, 10: .345).
-    feedback: int = 5
-    bm25_k1: float = 1.2
-    bm25_b: float = 0.75
+    feedback: int = _tuned(5)
+    bm25_k1: float = _tuned(1.2)
+    bm25_b: float = _tuned(0.75)
     # The cosine distance a passage must be at or under. None (the default): calibrated on the folder, per
     # question language (rag.calibration); a number set here applies to every question.
     threshold: float | None = None
@@ -79,31 +91,31 @@ class Settings:
     # about keyboard shortcuts); on development data 0.15 let 10% of them through, 0.20 4%, for 2% fewer
     # answers kept. No cap on the close distance or margin rule told them apart, and a bluff costs more
     # than a refusal (bench/RESULTS.md, "Refusals at default settings").
-    min_support: float = 0.5
-    close_support: float = 0.20
+    min_support: float = _tuned(0.5)
+    close_support: float = _tuned(0.20)
     # The close distance just under the nearest unrelated question (0), or under all but this share of them.
     # 0.02 with close_support 0.30 meets SQuAD's right-kept targets but loses the sample handbook's English
     # paraphrases (bench/RESULTS.md, "A close distance read at a percentile"): for a person to weigh.
-    close_percentile: float = 0.0
+    close_percentile: float = _tuned(0.0)
     # Far out, the share needed rises: from min_support at the distance under which this share of unrelated
     # questions find their nearest passage, to every word at calibration_ceiling (1: it never rises). A user
     # trial on a small folder (threshold at the ceiling, "the distance decides little") got answers holding
     # half the question's words at 0.69-0.76 ("What is the monthly condominium fee?" from an invoice's late
     # fee). 0.05 chosen on development data: 2 fewer right passages of 398, 16 fewer bluffs of 464
-    # (bench/RESULTS.md, session 14).
-    rise_percentile: float = 0.05
+    # (docs/benchmarks.md).
+    rise_percentile: float = _tuned(0.05)
     # Between the close distance and that rise, the share needed grows from this (just past the close
     # distance; held within close_support..min_support) to min_support; min_support or more: it steps from
-    # close_support to min_support (sessions 8-16). Most right passages SQuAD's English dev half lost sat there
+    # close_support to min_support. Most right passages SQuAD's English dev half lost sat there
     # (0.34-0.52, holding 25-49% of the question: "What is Norman art's most well known piece?"). 0.35 chosen
     # on development data: 10 more right passages of 483, one more development should-refuse answer; 0.20
-    # answered one of the sample's five (bench/RESULTS.md, session 17). What it lets in holds less than
+    # answered one of the sample's five (docs/benchmarks.md). What it lets in holds less than
     # min_support, so the answer carries the caution naming the words no passage holds.
-    ramp_support: float = 0.35
+    ramp_support: float = _tuned(0.35)
     # Calibration: at most this share of unrelated questions may get an answer; the result stays in range.
-    calibration_budget: float = 0.05
-    calibration_floor: float = 0.30
-    calibration_ceiling: float = 0.80
+    calibration_budget: float = _tuned(0.05)
+    calibration_floor: float = _tuned(0.30)
+    calibration_ceiling: float = _tuned(0.80)
     max_chunks: int = 4
     # The judge (rag.judge): a cross-encoder that reads the question with each of the first `judge_top`
     # candidates, reorders them and, for the languages it was shown to read (its model card), decides instead
@@ -113,13 +125,16 @@ class Settings:
     # Off by default: the shipped judge does not yet beat the word tests on SQuAD articles it never saw (right
     # passages kept 0.73 against 0.85 for near misses answered 0.60 against 0.74, English; docs/judge.md).
     judge: bool = False
-    judge_top: int = 20
-    judge_budget: float = 0.02
-    judge_floor: float = 0.0
-    judge_rules: tuple[str, ...] = JUDGE_RULES
+    judge_top: int = _tuned(20)
+    judge_budget: float = _tuned(0.02)
+    judge_floor: float = _tuned(0.0)
+    judge_rules: tuple[str, ...] = _tuned(JUDGE_RULES)
+    # The calibration's 800 searches let the judge read only this many first candidates each (within the
+    # ceiling): the calibration's cut is read from the best score, which sits in the first few.
+    calibration_judge_top: int = _tuned(3)
     judge_path: str = ""  # empty: the judge shipped with the package
     judge_languages: tuple[str, ...] = ()  # empty: the languages its model card says it was shown to read
-    hnsw_ef_search: int = 400
+    hnsw_ef_search: int = _tuned(400)
 
     # Chroma server (the scale-out path): when host is set, chunks live there instead of on disk.
     chroma_host: str | None = None
@@ -142,6 +157,18 @@ class Settings:
     llm_api_key: str | None = field(default=None, repr=False)  # never printed
     llm_timeout_s: float = 60.0
     llm_context_tokens: int = 3000
+
+    @property
+    def tuning(self) -> tuple[tuple[str, Any], ...]:
+        """Every tuned value, by name, with the tuning's version: what the calibration's fingerprint hashes.
+
+        >>> dict(Settings().tuning)["min_support"], Settings().tuning[0]
+        (0.5, ('version', 'tuning-1'))
+        >>> Settings().tuning == Settings(threshold=0.4).tuning, Settings().tuning == Settings(min_support=0.6).tuning
+        (True, False)
+        """
+        return (("version", TUNING_VERSION),) + tuple(
+            (f.name, getattr(self, f.name)) for f in dataclasses.fields(self) if f.metadata.get("tuning"))
 
     @property
     def index_path(self) -> Path:
