@@ -45,6 +45,7 @@ from rag.followup import referred_words
 from rag.gate import Citation, Gated
 from rag.lexical import LANGUAGES, analyze, fold, holds_value, identifier_numbers, question_terms, term_tokens
 from rag.llm import ChatClient, LLMError
+from rag.words import alternation, every
 
 
 
@@ -262,8 +263,8 @@ class ExtractiveGenerator:
             yield ("" if i == 0 else " ") + f"{c.text} [{c.n}]"
 
 
-_LEANING = re.compile(r"(she|he|it|they|this|these|its|their|his|her|ele|ela|eles|elas|isto|isso|este|esta|"
-                      r"estes|estas)\b", re.IGNORECASE)
+# The pronouns that lean on the sentence before (the word files' `leaning`).
+_LEANING = re.compile(alternation(every("leaning")), re.IGNORECASE)
 
 
 def _leaning_joined(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 from rag.extract import Extracted
+from rag.words import every
 
 CHUNKER_VERSION = "chunk-3"  # 2: no sentence end after "U.S.", "Dr.", an initial; 3: a long table's rows apart
 HEADER_MAX = 120  # characters; a header is a signpost, not a paragraph
@@ -189,8 +190,7 @@ def _joined(spans: list[tuple[int, int]], join) -> list[tuple[int, int]]:
 
 
 # Words that end with a full stop without ending the sentence, folded ("Dr. Smith", "U.S. Army", "Sra. Lima").
-_ABBREVIATIONS = frozenset("""mr mrs ms dr dra prof profa st sr sra srs jr vs cf fig approx e.g i.e u.s u.k
-    p.ex pag av""".split())
+_ABBREVIATIONS = frozenset(every("abbreviations"))
 _LAST_WORD = re.compile(r"(\w+(?:\.\w+)*)\.$")
 
 

@@ -19,37 +19,31 @@ questions in).
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Sequence
 
-from rag.lexical import fold, is_code
+from rag.lexical import FUNCTION_WORDS, fold, is_code
 from rag.llm import ChatClient
+from rag.words import every
 
 # The rule, in full. With a previous question in the conversation, a question is a follow-up when:
 #  1. it starts with a connective: "and", "also", "what about", "how about", "but", "or", "then",
-#     "e", "e para", "e quanto", "quanto a", "mas", "também", "ou", "então"; or
+#     "e", "e para", "e quanto", "quanto a", "mas", "também", "ou", "então" (the word files' `openers`;
+#     an accent may be left out, "tambem", not put in: "É possível...?" is no "e"); or
 #  2. it is short: three words or fewer ("Why?", "Any limits?", "In Portuguese?"), unless one of them is a
 #     code ("What is SKU-88213?" names its subject in full); or
-#  3. it leans on a referring word ("it", "they", "that", "the rest", "isso", "ele", ...) and names at
-#     most two content words of its own ("How do I fix it?", "What value of k does it use?").
+#  3. it leans on a referring word ("it", "they", "that", "the rest", "isso", "ele", ...: `referring`) and
+#     names at most two content words of its own, words that are not `FUNCTION_WORDS` ("How do I fix it?",
+#     "What value of k does it use?").
 # A follow-up is searched with the previous question joined in front of it; everything else alone.
 # (`Engine.search` then searches a follow-up alone after all when it names its own subject, no passage of
 # the joined search holds enough of its own words, and one of its own search does: `names_own_subject`.)
-_OPENERS = ("and", "also", "what about", "how about", "but", "or", "then", "so what about",
-            "e", "e para", "e quanto", "e se", "quanto a", "mas", "tambem", "ou", "entao", "e o", "e a", "e os", "e as")
-_REFERRING = frozenset(fold(w) for w in """it its they them their theirs this that these those he she him her
-    rest former latter same ones
-    ele ela eles elas isso isto disso nisso daquilo aquilo dele dela deles delas nele nela neles nelas lo la los las
-    resto restantes mesmo mesma""".split())
-_FUNCTION = frozenset(fold(w) for w in """a an the of to in on at by for from with about as into than
-    is are was were be been being am do does did doing have has had can could should would will may might must shall
-    what which who whom whose when where why how whats i me my we our you your yours there here
-    not no yes if so then and or but also just only any some all more most much many too very else
-    get gets got make makes one way ok please tell explain mean means use uses used using happen happens
-    happened work works need needs want say says show shows
-    o os um uma uns umas de do da dos das em no na nos nas por para pelo pela com sem sobre que qual quais
-    quem quando onde porque porquê como e ou mas se é são era foi ser estar está estão tem têm ter há pode podem
-    posso devo deve eu me meu minha nós você vocês seu sua isso muito mais menos também já só então
-    lhe lhes the""".split())
+
+# Each opener as its words, as written: matched on the question's first words (`_opens_with`).
+_OPENERS = tuple(tuple(o.split()) for o in every("openers"))
+_REFERRING = frozenset(fold(w) for w in every("referring"))
+_FUNCTION = FUNCTION_WORDS
+_DEMONSTRATIVES = frozenset(fold(w) for w in every("demonstratives"))
 _WORD = re.compile(r"[^\W_][\w'’-]*", re.UNICODE)
 
 
@@ -58,17 +52,26 @@ def is_followup(question: str) -> bool:
 
     >>> [is_followup(q) for q in ("E para PDFs?", "Why?", "O que faço com isso?", "", "?!", "What is SKU-88213?")]
     [True, True, True, False, False, False]
+    >>> is_followup("É possível pagar a renda em duas prestações?"), is_followup("Tambem para os PDFs da pasta?")
+    (False, True)
     """
-    words = [fold(w) for w in _WORD.findall(question)]
+    written = [w.lower() for w in _WORD.findall(unicodedata.normalize("NFC", question))]
+    words = [fold(w) for w in written]
     if not words:
         return False
-    head = " ".join(words[:3])
-    if any(head == o or head.startswith(o + " ") for o in _OPENERS):
+    if any(_opens_with(written, o) for o in _OPENERS):
         return True
     if len(words) <= 3 and not any(is_code(w) for w in words):
         return True
     content = [w for w in words if w not in _FUNCTION and w not in _REFERRING]
     return any(w in _REFERRING for w in words) and len(content) <= 2
+
+
+def _opens_with(written: list[str], opener: tuple[str, ...]) -> bool:
+    """Whether the question's first words (lower case, as written) are the opener's, each as the opener
+    writes it or without its accents: "tambem" opens with "também", but "é" (is) does not open with "e" (and).
+    """
+    return len(written) >= len(opener) and all(w in (o, fold(o)) for w, o in zip(written, opener))
 
 
 def refers_back(question: str) -> bool:
@@ -80,8 +83,6 @@ def refers_back(question: str) -> bool:
     return any(fold(w) in _REFERRING for w in _WORD.findall(question))
 
 
-_DEMONSTRATIVES = frozenset(fold(w) for w in """this that these those
-    este esta estes estas esse essa esses essas aquele aquela aqueles aquelas""".split())
 
 
 def referred_words(question: str) -> set[str]:

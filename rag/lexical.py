@@ -6,6 +6,10 @@ document language's stopwords, stems with that language's Snowball stemmer (PySt
 Portuguese here) and folds accents, alike for documents and queries. A query is analysed for every
 language present in the folder, since a question may be in either.
 
+The question's word rules live here too: its content words (`question_terms`), names and numbers written as
+names, the measure words and what holds a value of each (`holds_value`). Their words are data, read from
+rag/wordlists/ (`rag.words`); the patterns are built from those lists below.
+
 `LexicalIndex` is built in memory from the store's chunk texts and rebuilt after every change: the
 store is the truth, this is derived. BM25 with k1 = 1.2, b = 0.75.
 
@@ -25,14 +29,13 @@ from typing import Collection, Mapping, Sequence
 
 import numpy as np
 
-LANGUAGES = ("en", "pt")
-LANGUAGE_NAMES = {"en": "English", "pt": "Portuguese"}
-_STEMMER_NAMES = {"en": "english", "pt": "portuguese"}
+from rag.words import LANGUAGES, alternation, every, groups, setting
+from rag.words import words as word_list
+
+LANGUAGE_NAMES = {lang: setting(lang, "name") for lang in LANGUAGES}
+_STEMMER_NAMES = {lang: setting(lang, "stemmer") for lang in LANGUAGES}
 _TOKEN = re.compile(r"\w+(?:[-_./:]\w+)*")
 _PART = re.compile(r"[^\W_]+")
-# Folded Portuguese plurals and nasal endings: put the accent back so the stemmer sees the word it knows.
-_PT_ENDINGS = [(re.compile(r"coes$"), "ções"), (re.compile(r"cao$"), "ção"), (re.compile(r"oes$"), "ões"),
-               (re.compile(r"aes$"), "ães"), (re.compile(r"ao$"), "ão")]
 
 
 def fold(text: str) -> str:
@@ -45,8 +48,7 @@ def fold(text: str) -> str:
 def _stopwords(lang: str) -> frozenset[str]:
     from bm25s import stopwords
 
-    words = {"en": stopwords.STOPWORDS_EN, "pt": stopwords.STOPWORDS_PORTUGUESE}[lang]
-    return frozenset(fold(w) for w in words)
+    return frozenset(fold(w) for w in getattr(stopwords, setting(lang, "stopwords")))
 
 
 @functools.lru_cache(maxsize=None)
@@ -62,13 +64,18 @@ def _stemmer(lang: str):
     return Stemmer.Stemmer(_STEMMER_NAMES[lang])
 
 
+# Folded endings put back as written (Portuguese plurals and nasal endings) so the stemmer sees the word it
+# knows: the first that fits.
+_ACCENTED_ENDINGS = {lang: [(re.compile(re.escape(fold(e)) + "$"), e) for e in word_list(lang, "accented_endings")]
+                     for lang in LANGUAGES}
+
+
 @functools.lru_cache(maxsize=200_000)
 def _stem(word: str, lang: str) -> str:
-    if lang == "pt":
-        for pattern, accented in _PT_ENDINGS:
-            if pattern.search(word):
-                word = pattern.sub(accented, word)
-                break
+    for pattern, accented in _ACCENTED_ENDINGS.get(lang, ()):
+        if pattern.search(word):
+            word = pattern.sub(accented, word)
+            break
     return fold(_stemmer(lang).stemWord(word))
 
 
@@ -84,24 +91,24 @@ def detect_language(text: str) -> str:
     return best if hits[best] >= 1.2 * other else ""
 
 
-_QUESTION_WORDS = {
-    "en": {"the", "what", "how", "does", "do", "is", "are", "can", "which", "why", "when", "where", "who", "of",
-           "to", "my", "i", "a", "an", "it", "in", "for", "and", "should", "will"},
-    "pt": {"o", "a", "os", "as", "que", "qual", "quais", "como", "quando", "onde", "quem", "porque", "por", "de",
-           "do", "da", "dos", "das", "um", "uma", "e", "é", "sao", "são", "em", "no", "na", "para", "posso", "se",
-           "eu", "meu", "minha", "há", "ha", "nao", "não", "quanto", "quantos", "ao", "com"},
-}
+_QUESTION_WORDS = {lang: frozenset(word_list(lang, "question_words")) for lang in LANGUAGES}
+_AMBIGUOUS = frozenset(every("ambiguous"))
+_LETTERS = {lang: re.compile("[" + "".join(map(re.escape, word_list(lang, "letters"))) + "]")
+            for lang in LANGUAGES if word_list(lang, "letters")}
 
 
 def question_language(text: str) -> str:
-    """'en' or 'pt' for a short question, by function words and Portuguese letters; '' if unclear."""
+    """'en' or 'pt' for a short question, by function words (a word both write, "a", "e", counts for
+    neither) and a language's own letters (a word holding one counts twice); '' if unclear.
+
+    >>> question_language("What is the deposit?"), question_language("Qual é o depósito?"), question_language("")
+    ('en', 'pt', '')
+    """
     words = re.findall(r"[^\W\d_]+", text.lower())
-    pt = sum(1 for w in words if w in _QUESTION_WORDS["pt"] and w not in ("a", "e")) + \
-        2 * sum(1 for w in words if re.search(r"[ãõçáéíóúâêô]", w))
-    en = sum(1 for w in words if w in _QUESTION_WORDS["en"] and w != "a")
-    if pt == en:
-        return ""
-    return "pt" if pt > en else "en"
+    score = {lang: sum(1 for w in words if w in _QUESTION_WORDS[lang] and w not in _AMBIGUOUS)
+             + 2 * sum(1 for w in words if lang in _LETTERS and _LETTERS[lang].search(w)) for lang in LANGUAGES}
+    best = [lang for lang in LANGUAGES if score[lang] == max(score.values())]
+    return best[0] if len(best) == 1 else ""
 
 
 def analyze(text: str, lang: str) -> list[str]:
@@ -119,19 +126,10 @@ def analyze(text: str, lang: str) -> list[str]:
 
 # Words of asking rather than of the subject: a question's content words are what is left without them and
 # without either language's stopwords ("What does the app do with PDFs?" -> app, pdfs). The English
-# stopword list BM25 uses is short (33 words), so the usual function words are spelled out here.
-QUESTION_FILLER = frozenset(fold(w) for w in """a an the of to in on at by for from with about as into than
-    is are was were be been being am do does did doing have has had can could should would will may might must shall
-    what which who whom whose when where why how whats i me my we our you your yours there here
-    not no yes if so then and or but also just only any some all more most much many too very else
-    get gets got make makes made one way ways ok please tell explain mean means meaning use uses used using
-    happen happens happened work works need needs want say says said show shows give gives know kind kinds
-    thing things something anything able possible exactly s t d ll re ve m
-    o os um uma uns umas de do da dos das em no na nos nas por para pelo pela com sem sobre que qual quais
-    quem quando onde porque porquê como e ou mas se é são era foi ser estar está estão tem têm ter há pode podem
-    posso devo deve eu me meu minha nós você vocês seu sua isso muito mais menos também já só então
-    lhe lhes quanto quanta quantos quantas diga explique significa significado usar usa uso acontece funciona
-    preciso precisa quero dizer diz mostra fazer faz faço coisa coisas algo possível maneira forma tipo tipos""".split())
+# stopword list BM25 uses is short (33 words), so the usual function words are listed in the word files:
+# the function words (which the follow-up rules read too) and the other words of asking, folded.
+FUNCTION_WORDS = frozenset(fold(w) for w in every("function_words"))
+QUESTION_FILLER = FUNCTION_WORDS | frozenset(fold(w) for w in every("asking_words"))
 
 
 def question_terms(question: str, measures: bool = True) -> list[str]:
@@ -222,66 +220,54 @@ def acronyms(question: str) -> set[str]:
 
 # A question word that asks for a measure, and how a passage writes a value of it: "At what temperature?"
 # is answered by "Preheat the oven to 165 degrees Celsius", which never says "temperature". Such a word
-# counts as held by a passage that holds a value of its kind (`holds_value`). English and Portuguese.
+# counts as held by a passage that holds a value of its kind (`holds_value`). The words and units are in
+# the word files; each kind's pattern is built here from them.
+MEASURES = {w: kind for kind in groups("measures") for w in every(f"measures.{kind}")}
+# "How long is the lease?" asks for a duration, "How long is the bench?" for a size: either holds it.
+_ALSO = {w: every(f"also.{w}") for w in groups("also")}
+
+
+def _units(*kinds: str) -> tuple[str, ...]:
+    return tuple(w for kind in kinds for w in every(f"units.{kind}"))
+
+
 _NUMBER = r"\d[\d.,]*\s*"
-_PERIOD = (r"(seconds?|minutes?|hours?|days?|nights?|mornings?|evenings?|weeks?|weekends?|months?|quarters?|years?"
-           r"|mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|segundos?|minutos?|horas?|dias?"
-           r"|noites?|manhãs?|semanas?|meses|mês|trimestres?|anos?)")
+_PERIOD = alternation(_units("duration", "period"))
+# A currency sign (not a word) may stand before the figure too: "€5", "£ 20".
+_CURRENCY_SIGNS = tuple(t for t in _units("currency") if not re.search(r"\w", t))
 _VALUES = {
-    "temperature": _NUMBER + r"(°|º|degrees?\b|graus?\b)",
+    "temperature": _NUMBER + alternation(_units("temperature")),
     # "free of charge" gives a price too: "How much does it cost to hire a Laser dinghy?" and "Members may book
     # them free of charge" (a trial's answer quoted the sentence before it, which holds the boat's name).
-    "cost": r"(" + _NUMBER + r"(€|euros?\b|dollars?\b|reais\b|eur\b|usd\b)|[€$£]\s*\d|\bfree of charge\b"
-            r"|\b(for|is|are) free\b|\bno charge\b|\bat no cost\b|\bgrátis\b|\bgratuit[oa]s?\b|\bsem custos?\b"
-            r"|\bde graça\b)",
+    "cost": "(" + _NUMBER + alternation(_units("currency")) + "|" + alternation(_CURRENCY_SIGNS) + r"\s*\d|\b"
+            + alternation(every("free_of_charge")) + ")",
     "time": r"\b\d{1,2}\s*([:h]\d{2}\b|[ap]\.?m\b)",
-    "duration": _NUMBER + r"(seconds?|minutes?|hours?|days?|weeks?|months?|years?|segundos?|minutos?|horas?|dias?"
-                          r"|semanas?|meses|mês|anos?)\b",
+    "duration": _NUMBER + alternation(_units("duration")),
     # "every 7 months", "each week", "twice a year", "cada 6 meses", "todos os anos": not "each exit door".
-    "frequency": r"\b((every|each|per|cada|por)\s+(\d+\s+|other\s+)?" + _PERIOD + r"|(todos|todas)\s+(os|as)\s+"
-                 + _PERIOD + r"|daily|weekly|monthly|yearly|annually|once|twice|diariamente|semanalmente|mensalmente"
-                 r"|anualmente|vezes|times)\b",
+    "frequency": r"\b(" + alternation(every("frequency_each")) + r"\s+(\d+\s+|" + alternation(every("frequency_between"))
+                 + r"\s+)?" + _PERIOD + "|" + alternation(every("frequency_all")) + r"\s+" + _PERIOD + "|"
+                 + alternation(every("frequency_words")) + ")",
     # "3 by 6 metres", "1.2 x 2.4 m", "40 m²", "2 hectares", "12 metros quadrados".
-    "size": r"(\b\d[\d.,]*\s*(by|x|×|por)\s*\d|" + _NUMBER + r"(m²|m2|km²|square\b|sq\b|hectares?\b|ha\b|acres?\b"
-            r"|mm\b|cm\b|m\b|km\b|metres?\b|meters?\b|centimet(re|er)s?\b|kilomet(re|er)s?\b|ft\b|feet\b|foot\b"
-            r"|inch(es)?\b|metros?\b|centímetros?\b|quilómetros?\b|quilômetros?\b))",
+    "size": r"(\b\d[\d.,]*\s*" + alternation(every("size_between"), bounded=False) + r"\s*\d|" + _NUMBER
+            + alternation(_units("length", "area")) + ")",
 }
-MEASURES = {"temperature": "temperature", "temperatura": "temperature", "celsius": "temperature",
-            "fahrenheit": "temperature",
-            "cost": "cost", "costs": "cost", "price": "cost", "custa": "cost", "custam": "cost", "custo": "cost",
-            "preço": "cost", "preco": "cost", "valor": "cost", "amount": "cost", "quantia": "cost",
-            "montante": "cost", "fee": "cost", "fees": "cost", "pay": "cost", "pago": "cost", "pagar": "cost",
-            "pagam": "cost", "pagamos": "cost",
-            "time": "time", "hora": "time", "horas": "time", "horário": "time",
-            "long": "duration", "duration": "duration", "duração": "duration", "tempo": "duration",
-            "lasts": "duration", "dura": "duration", "duram": "duration",
-            "often": "frequency", "frequently": "frequency", "frequência": "frequency",
-            "size": "size", "sizes": "size", "large": "size", "big": "size", "wide": "size", "width": "size",
-            "tall": "size", "height": "size", "dimensions": "size", "tamanho": "size", "largura": "size",
-            "dimensões": "size", "comprimento": "size"}  # not "area", "altura": "in what area", "nessa altura"
-# "How long is the lease?" asks for a duration, "How long is the bench?" for a size: either holds it.
-_ALSO = {"long": ("size",)}
 
 # A number the question writes as a name ("the Level 4 course", "the 2025 regatta", "nível 2", "in 1066"), not
-# as a quantity: not followed by a unit, a currency or a percent sign ("a 60 MB file", "3 days", "20%"), not
-# one of a grouped or decimal figure or a time ("5,000 euros", "2.5", "10:30"), not after a currency sign.
-_QUANTITY_AFTER = re.compile(
-    r"\s*(%|°|º|€|\$|£|(" + "|".join((
-        "percent", "per", "por", "cent", "euros?", "eur", "dollars?", "usd", "reais", "pounds?",
-        "[kmgt]b", "bytes?", "kilobytes?", "megabytes?", "gigabytes?", "[mk]?g", "grams?", "gramas?", "kilos?",
-        "kilograms?", "quilos?", "m?l", "litres?", "liters?", "litros?", "mm", "cm", "m", "km", "m²", "m2", "ha",
-        "metres?", "meters?", "metros?", "hectares?", "acres?", "ft", "feet", "foot", "inch(es)?", "miles?",
-        "degrees?", "graus?", "knots?", "nós", "x", "by", "times", "vezes", "h", "min", "s", "[kmg]?hz", "hertz",
-        "[km]?w", "watts?", "volts?", "v", "mph", "rpm",
-    )) + r"|" + _PERIOD + r")\b)", re.IGNORECASE)
+# as a quantity: not followed by a unit of any kind, a currency or a percent sign ("a 60 MB file", "3 days",
+# "20%"), not one of a grouped or decimal figure or a time ("5,000 euros", "2.5", "10:30"), not after a
+# currency sign.
+_QUANTITY_AFTER = re.compile(r"\s*" + alternation(_units(*groups("units")) + every("quantity_after")
+                                                  + every("size_between")), re.IGNORECASE)
+_CURRENCY_BEFORE = re.compile(alternation(_CURRENCY_SIGNS) + r"\s*$")
 _NUMBER_RUN = re.compile(r"(?<![\w.,:/-])\d+(?![\w]|[.,:/-]\d)")
 # ... nor after words that make it a quantity: "more than 2000 pages", "até 3 pessoas", "about 40".
-_QUANTITY_BEFORE = re.compile(r"\b(more|less|fewer|over|under|above|below|least|most|up to|about|around|roughly|"
-                              r"approximately|nearly|almost|than|mais de|menos de|até|acima de|abaixo de|cerca de|"
-                              r"aproximadamente|quase|pelo menos|no máximo|no mínimo)\s*$", re.IGNORECASE)
+_QUANTITY_BEFORE = re.compile(r"\b" + alternation(every("quantity_before"), bounded=False) + r"\s*$", re.IGNORECASE)
+# ... nor a count: a number below this that counts the word after it, with a word of asking or nothing before
+# it ("Can 4 people share a berth?", "Podem 3 pessoas...?"). A label has its own word before it ("Level 4",
+# "sala 12"), and a year has four figures and is a name wherever it stands ("the 2025 regatta").
+_COUNT_BELOW = 1000
 # A small number the passage may write as a word: "three boats" holds the 3 of "3 boats".
-NUMBER_WORDS = {"en": "one two three four five six seven eight nine ten eleven twelve".split(),
-                "pt": "um dois três quatro cinco seis sete oito nove dez onze doze".split()}
+NUMBER_WORDS = {lang: list(word_list(lang, "number_words")) for lang in LANGUAGES}
 
 
 def word_rules() -> str:
@@ -289,7 +275,8 @@ def word_rules() -> str:
     what makes a number a quantity), as one text: part of the calibration's fingerprint, so that adding a
     measure word recalibrates a stored folder as a new gate rule does (`rag.gate.GATE_RULES`)."""
     return repr((sorted(MEASURES.items()), sorted(_VALUES.items()), sorted(_ALSO.items()), sorted(QUESTION_FILLER),
-                 _QUANTITY_AFTER.pattern, _QUANTITY_BEFORE.pattern, sorted(NUMBER_WORDS.items())))
+                 _QUANTITY_AFTER.pattern, _QUANTITY_BEFORE.pattern, sorted(NUMBER_WORDS.items()),
+                 ("count below", _COUNT_BELOW)))
 
 
 def identifier_numbers(question: str) -> list[str]:
@@ -304,16 +291,26 @@ def identifier_numbers(question: str) -> list[str]:
     ['2', '12']
     >>> identifier_numbers("Um PDF com mais de 2000 páginas, a 60 Hz, for about 40 people?")
     []
+    >>> identifier_numbers("Can 4 people share a berth?"), identifier_numbers("Podem 3 pessoas dormir no barco 7?")
+    ([], ['7'])
     """
     text = unicodedata.normalize("NFC", question)
     out: dict[str, None] = {}
     for m in _NUMBER_RUN.finditer(text):
         before = text[max(0, m.start() - 20):m.start()]
-        if (_QUANTITY_AFTER.match(text, m.end()) or re.search(r"[€$£]\s*$", before)
-                or _QUANTITY_BEFORE.search(before)):
+        if (_QUANTITY_AFTER.match(text, m.end()) or _CURRENCY_BEFORE.search(before)
+                or _QUANTITY_BEFORE.search(before) or _counts(text, m, before)):
             continue
         out.setdefault(m.group(), None)
     return list(out)
+
+
+def _counts(text: str, number: re.Match, before: str) -> bool:
+    """Whether the number counts the word after it (see `_COUNT_BELOW`): small, a word right after it, and
+    before it a word of asking, a stopword or nothing."""
+    word_before = re.search(r"([^\W\d_]+)\W*$", before)
+    return (int(number.group()) < _COUNT_BELOW and re.match(r"\s+[^\W\d_]", text[number.end():]) is not None
+            and (word_before is None or fold(word_before.group(1)) in _not_content()))
 
 
 def number_tokens(number: str, question: str = "") -> tuple[str, ...]:

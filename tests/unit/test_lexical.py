@@ -1,0 +1,103 @@
+"""The question's word rules (`rag.lexical`) on hand-made questions and passages, no model: which numbers a
+question writes as names, which words ask for a measure and what holds a value of it, content words and
+language, in both languages and on edge inputs (empty, capitals, accents)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.lexical import (MEASURES, holds_value, identifier_numbers, number_tokens, question_language,
+                         question_terms)
+
+
+@pytest.mark.parametrize("question, names", [
+    # A count of people or things after a word of asking is a quantity: "4" is not a name a passage must write.
+    ("Can 4 people share a berth?", []),
+    ("CAN 4 PEOPLE SHARE A BERTH?", []),
+    ("4 people, one berth?", []),
+    ("Podem 3 pessoas dormir no barco 7?", ["7"]),
+    ("Quantas pessoas cabem em 2 barcos?", []),
+    # ... a label has its noun before it, and a year is a name wherever it stands.
+    ("What is the Level 4 course price?", ["4"]),
+    ("Who won the 2025 regatta?", ["2025"]),
+    ("Qual é o preço do nível 2?", ["2"]),
+    ("Qual é o preço do NÍVEL 2 na sala 12?", ["2", "12"]),
+    ("In 1066?", ["1066"]),
+    # ... and a unit, a currency, a word of amount or a figure's form make it a quantity.
+    ("Can I upload a 60 MB file?", []),
+    ("Who approves invoices over 5,000 euros?", []),
+    ("At 10:30, 2.5 times, for 3 days, 20% or €5?", []),
+    ("Um PDF com mais de 2000 páginas?", []),
+    ("", []),
+])
+def test_identifier_numbers(question, names):
+    assert identifier_numbers(question) == names
+
+
+@pytest.mark.parametrize("unit", ["euros", "EUR", "dollars", "USD", "reais", "pounds", "€", "$", "£"])
+def test_cost_values_know_every_currency_a_quantity_knows(unit):
+    # A currency that makes a number a quantity is a price too: the cost words must know it.
+    text = f"The hire is 20 {unit} a day."
+    assert identifier_numbers(f"Is it 20 {unit}?") == []
+    assert holds_value("cost", text) and holds_value("preço", text)
+
+
+@pytest.mark.parametrize("term, text, held", [
+    ("temperature", "Preheat the oven to 165 degrees Celsius.", True),
+    ("temperatura", "Forno a 180 ºC.", True),
+    ("temperature", "Keep it in the fridge.", False),
+    ("custa", "São 45 euros.", True),
+    ("cost", "Members may book them free of charge.", True),
+    ("custa", "A inscrição é GRATUITA.", True),
+    ("price", "Feel free to ask.", False),
+    ("dura", "O contrato dura 5 anos.", True),
+    ("long", "The bench is 2 m long.", True),
+    ("often", "Inspected every 7 months.", True),
+    ("often", "One beside each exit door.", False),
+    ("frequência", "Limpeza todas as semanas.", True),
+    ("size", "Standard plots measure 3 by 6 metres.", True),
+    ("tamanho", "Um lote de 12 metros quadrados.", True),
+    ("size", "There are 42 plots.", False),
+    ("horário", "Abre às 9h30.", True),
+    ("weather", "It is 20 degrees.", False),  # not a measure word
+    ("cost", "", False),
+])
+def test_holds_value(term, text, held):
+    assert holds_value(term, text) is held
+
+
+def test_measure_words_cover_both_languages():
+    kinds = {"temperature", "cost", "time", "duration", "frequency", "size"}
+    assert set(MEASURES.values()) == kinds
+    assert {"cost", "custa", "preço", "preco"} <= set(MEASURES)
+
+
+@pytest.mark.parametrize("question, terms", [
+    ("Qual é a receita do bolo de chocolate?", ["receita", "bolo", "chocolate"]),
+    ("QUAL É A RECEITA DO BOLO DE CHOCOLATE?", ["receita", "bolo", "chocolate"]),
+    ("Qual e a receita do bolo?", ["receita", "bolo"]),  # accents dropped: still words of asking
+    ("What does ERR-4017 mean?", ["err-4017"]),
+    ("What does the app do with PDFs?", ["app", "pdfs"]),
+    ("", []),
+])
+def test_question_terms(question, terms):
+    assert question_terms(question) == terms
+
+
+@pytest.mark.parametrize("question, lang", [
+    ("What is the deposit?", "en"), ("Qual é o depósito?", "pt"), ("QUAL É O DEPÓSITO?", "pt"),
+    ("Quando é que abre a marina?", "pt"), ("", ""), ("ERR-4017?", ""),
+])
+def test_question_language(question, lang):
+    assert question_language(question) == lang
+
+
+@pytest.mark.parametrize("number, question, tokens", [
+    ("3", "", ("3", "three", "tres")),
+    ("2", "How much is Level 2?", ("2",)),
+    ("2", "What are the 2 types of rock?", ("2", "two", "dois")),
+    ("12", "", ("12", "twelv", "doz")),  # stemmed, as the index writes them
+    ("13", "", ("13",)),
+])
+def test_number_tokens(number, question, tokens):
+    assert number_tokens(number, question) == tokens
