@@ -12,8 +12,8 @@ Here:
 - `keep_page_state()` and the threshold helpers: settings a page's widgets hold survive visits to other
   pages (Streamlit forgets the state of a widget that a run does not draw).
 - `linkify()`: an answer's Markdown, each valid [n] a link to its source (the viewer, in the app).
-- `md_escape()`: document text (and anything derived from it) as Markdown that shows the same
-  characters and nothing else: no HTML, no images, no links, no formatting.
+- `md_escape()` and `one_line()` (from `inert`, which has no Streamlit import): document text (and anything
+  derived from it) as Markdown that shows the same characters and nothing else, and one-line previews.
 
 Uploads and the indexing queue's panel are in `ui_files`.
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import string
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -37,26 +36,14 @@ import streamlit as st
 
 import rag
 import rag.citations
+from inert import md_escape, one_line  # noqa: F401 (the pages call them as ui.md_escape, ui.one_line)
 
 # Settings read per question, not when the index is opened: changing them never opens another engine.
 QUERY_TIME = ("threshold", "max_chunks", "candidates", "answer_mode", "answer_sentences", "llm_base_url",
               "llm_model", "llm_api_key", "llm_timeout_s", "llm_context_tokens")
-_PUNCT = set(string.punctuation)
 
 
-# --- inert text ---------------------------------------------------------------------------------------
-
-def md_escape(text: str) -> str:
-    """Markdown that renders as exactly `text`: every ASCII punctuation character is backslash-escaped.
-
-    CommonMark lets any ASCII punctuation be escaped, so no `<tag>`, `![image](url)`, `[link](url)`,
-    `$math$`, `:color[directive]` or emphasis survives: the text shows as typed and fetches nothing.
-
-    >>> print(md_escape("![x](y) <b>"))
-    \\!\\[x\\]\\(y\\) \\<b\\>
-    """
-    return "".join("\\" + ch if ch in _PUNCT else ch for ch in text)
-
+# --- links to the viewer -----------------------------------------------------------------------------
 
 VIEWER_PAGE = "app_pages/viewer.py"
 
@@ -79,11 +66,6 @@ def viewer_params(c: rag.Citation) -> dict[str, str]:
 def viewer_url(c: rag.Citation) -> str:
     """A relative link to the viewer at this citation's passage (opens in a new tab from Markdown)."""
     return "viewer?" + urlencode(viewer_params(c))
-
-
-def one_line(text: str, limit: int = 90) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 # --- settings and the engine --------------------------------------------------------------------------

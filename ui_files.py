@@ -37,7 +37,8 @@ def keep_upload_replies() -> None:
     lifecycle messages), and only then: `flush`, which hands the queue to the browser, clears it too, and a
     reply put back there would be sent again after every send, for ever. It changes nothing else, and
     does nothing (with a warning in the server log) on a Streamlit whose queue no longer looks like this
-    one."""
+    one. Streamlit is pinned to the exact version this was written against (pyproject.toml), and
+    tests/unit/test_streamlit_queue.py checks on its real queue what this relies on."""
     try:
         from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
     except ImportError:  # pragma: no cover - a Streamlit that moved it
