@@ -62,14 +62,12 @@ JUDGED_OUT = "judged not to answer"
 # Names the version of the tests below: a change to them recalibrates every folder (part of the calibration's
 # fingerprint), since the calibrated threshold is chosen with them.
 GATE_RULES = ("support-10: the judge decides for the languages it reads, with the word tests in judge_rules "
-              "beside it; "
-              "between the close distance and the rise the share needed grows; far out the share "
-              "needed rises to every word; a measure word is held by a value of "
-              "it; a follow-up's subject may be held by the passage's document; a name the folder never mentions "
-              "fails every passage (an acronym: no close relaxation); "
-              "a passage lacking a name the folder uses fails; a number written as a name is one; "
-              "a question with no word of its own fails every "
-              "passage; a held code passes the support test")
+              "beside it; between the close distance and the rise the share needed grows; far out the share "
+              "needed rises to every word; a measure word is held by a value of it; a follow-up's subject may "
+              "be held by the passage's document; a name the folder never mentions fails every passage (an "
+              "acronym: no close relaxation); a passage lacking a name the folder uses fails; a number written "
+              "as a name is one; a question with no word of its own fails every passage; a held code passes "
+              "the support test")
 
 # Which test a refusal failed (`Gated.failed`).
 EMPTY, DISTANCE, SUPPORT = "empty", "distance", "support"
@@ -78,12 +76,9 @@ WORDLESS, ABSENT, ELSEWHERE, UNNAMED, WORDS = "wordless", "absent name", "off su
 JUDGE = "judge"
 
 
-
-
 def lacked_by_all(rows: Sequence[Candidate], order: Sequence[str]) -> tuple[str, ...]:
     """The words of `order` that none of `rows` holds (each row's `missing`), in that order.
 
-    >>> from rag.search import Candidate
     >>> a = Candidate("a", "d", "x.md", "", "", "", 0, 0, None, None, "text", 1, 0.1, 0.4, 1, 1, 1.0, missing=("k1", "b"))
     >>> b = Candidate("b", "d", "x.md", "", "", "", 0, 0, None, None, "text", 2, 0.2, 0.4, 2, 2, 1.0, missing=("b",))
     >>> lacked_by_all([a, b], ("bm25", "k1", "b")), lacked_by_all([], ("b",))
