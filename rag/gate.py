@@ -348,6 +348,8 @@ class Gated:
 
 
 def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: SupportRule = NO_SUPPORT_TEST) -> Gated:
+    """Each candidate's verdict, the passages kept, and when none is, the test failed and the rule it names
+    with the data rag.explain words it with."""
     verdicts, kept = [], []
     for c in result.candidates:
         if c.distance > threshold:
@@ -383,7 +385,6 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
             failed = SUPPORT
             # Words that none of the close passages holds, in the question's order.
             missing = lacked_by_all(near, result.terms)
-            best = max(near, key=lambda c: c.support)
             if all(c.wordless for c in near):
                 because = WORDLESS
             elif result.absent_names:
@@ -400,7 +401,7 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
             elif elsewhere:
                 because, data = ELSEWHERE, {"subject": result.subject}
             else:
-                because = WORDS
+                because, best = WORDS, max(near, key=lambda c: c.support)
                 data = {"best_support": best.support, "needed_support": rule.needed_by(best),
                         "language": result.language, "near_languages": tuple(c.lang for c in near),
                         "folder_languages": tuple(result.folder_languages)}
