@@ -293,48 +293,19 @@ def retrieval_label(gated: rag.Gated) -> str:
 
 # --- a refusal ------------------------------------------------------------------------------------------
 
-def refusal_lines(gated: rag.Gated, result: rag.SearchResult, rule: rag.SupportRule, indexing: int) -> Refusal:
+# The chat's marks on a refusal's lines: document text escaped, what to look at in bold.
+MARKDOWN = rag.Markup(value=md_escape, strong=lambda text: f"**{md_escape(text)}**",
+                      tool=lambda text: f"*{md_escape(text)}*")
+
+
+def refusal_lines(gated: rag.Gated, indexing: int) -> Refusal:
     """What a refusal shows: its header and the gate's sentence, then the closest candidate and what
-    would let a passage through, or why no threshold would. `indexing`: files still being indexed (at
-    start-up the folder is still being read: the refusal says so, not "empty")."""
-    header = f"{REFUSED_BADGE} {gated.reason}"
-    lines: list[str] = []
-    if gated.closest is not None:
-        c = gated.closest
-        where = rag.locator(c)
-        lacks = (f" That passage does not mention: {md_escape(', '.join(c.lacking))}."
-                 if c.lacking and not rule.passes(c) else "")
-        lines.append(f"Closest candidate: **{md_escape(c.doc_name)}** · {md_escape(where)} "
-                     f"at cosine distance **{c.distance:.3f}**.{lacks}")
-        s = gated.closest_supported
-        if s is not None:
-            need = math.ceil(s.distance * 1000) / 1000  # rounded up, so it really passes
-            lines.append(f"A threshold of **{need:.3f}** would let **{md_escape(s.doc_name)}** through "
-                         + ("(the nearest passage the judge says answers)." if rule.judging else
-                            "(the nearest passage that holds the question's words)."))
-        elif any(c.wordless for c in gated.candidates):
-            lines.append("No threshold would let a passage through: the question has no word of its own "
-                         "that a passage could hold.")
-        elif result.absent_names:
-            lines.append(f"No threshold would let a passage through: the folder never mentions "
-                         f"{md_escape(rag.quoted(result.absent_names))}.")
-        elif rule.judging:
-            lines.append("No threshold would let a passage through: the judge, which reads the question "
-                         "with each passage, found none that answers it. If your documents say it in other "
-                         "words, ask again with their words; *Why wasn't it found?* below tells where a "
-                         "sentence you expected was lost.")
-        else:
-            # Not a dead end: the likeliest cause is a paraphrase, which the person can mend.
-            lines.append("No threshold would let a passage through: none of the candidates holds enough "
-                         "of the question's words (and the names it writes, and a follow-up's subject). "
-                         "If your documents say it in other words, ask again with their words; "
-                         "*Why wasn't it found?* below tells where a sentence you expected was lost.")
-    elif indexing:
-        lines.append(f"Nothing is indexed yet: {indexing} file(s) are still being indexed "
-                     "(see the sidebar). Ask again once they are.")
-    else:
-        lines.append("The folder has nothing indexed yet: add documents in the sidebar.")
-    return Refusal(header=header, text=gated.refusal or "", lines=lines)
+    would let a passage through, or why no threshold would. The words are `rag.explain`'s, the same the CLI
+    prints; the chat adds only its marks (`MARKDOWN`). `indexing`: files still being indexed (at start-up
+    the folder is still being read: the refusal says so, not "empty")."""
+    e = rag.explain(gated, indexing=indexing, markup=MARKDOWN)
+    lines = [line for line in (e.closest, e.threshold, e.empty) if line]
+    return Refusal(header=f"{REFUSED_BADGE} {e.reason}", text=e.refusal, lines=lines)
 
 
 # --- an answer ------------------------------------------------------------------------------------------

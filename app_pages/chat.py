@@ -139,7 +139,7 @@ def render_turn(index: int, turn: dict) -> None:
         # once instead of lingering until the rest of the page is drawn.
         head = st.container()
         if gated.refusal is not None:
-            refusal = view.refusal_lines(gated, result, shown.rule, engine.indexing())
+            refusal = view.refusal_lines(gated, engine.indexing())
             with head:
                 st.markdown(refusal.header)
                 st.text(refusal.text)

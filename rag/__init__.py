@@ -11,7 +11,7 @@ The engine behind the app and the CLI. No Streamlit here. The front door:
         print(c.n, c.doc_name, c.locator, c.link, f"{c.distance:.3f}")
 
 Stages, one module each: extract -> chunk -> embed -> store (Chroma) + lexical (BM25) -> search ->
-gate (+ citations) -> answer (generation; `citations` checks an answer's [n], `followup` handles
+gate (words for its verdicts: `explain`; `citations`) -> answer (generation; `citations` checks an answer's [n], `followup` handles
 follow-up questions). `library` keeps one record per document; `indexer` is the one writer of the store
 and the library (`uploads` puts files into the folder); `engine` answers and is the front door.
 
@@ -41,7 +41,7 @@ for _k, _v in _ENVIRONMENT.items():
 
 from rag.answer import (Answer, ChosenSentence, ExtractiveGenerator, Generator, LLMGenerator,  # noqa: E402
                         answer, build_prompt, make_generator)
-from rag.citations import NO_ANSWER_SENTENCE, CitationCheck, check_citations  # noqa: E402
+from rag.citations import NO_ANSWER_SENTENCE, Citation, CitationCheck, check_citations, locator  # noqa: E402
 from rag.followup import followup_query, is_followup  # noqa: E402
 from rag.chunk import Chunk, Strategy, chunk_document, strategy, unwrap  # noqa: E402
 from rag.embed import Embedder, count_tokens, load_embedder  # noqa: E402
@@ -51,8 +51,8 @@ from rag.uploads import UploadConflict, UploadError, safe_name  # noqa: E402
 from rag.extract import ExtractionError, Extracted, extract, extract_bytes  # noqa: E402
 from rag.calibration import Calibration, LanguageCalibration  # noqa: E402
 from rag.gate import (CAPPED, DISTANCE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, SUPPORT,  # noqa: E402
-                      UNSUPPORTED, Citation, Gated, SupportRule, ceiled, evidence_rule, floored, gate, locator, quoted,
-                      refusal_text)
+                      UNSUPPORTED, Gated, SupportRule, gate)
+from rag.explain import Explanation, Markup, ceiled, evidence_rule, explain, floored, quoted, refusal_text  # noqa: E402
 from rag.judge import Judge, load_judge  # noqa: E402
 from rag.library import DocRecord, Stamp  # noqa: E402
 from rag.llm import ChatClient, LLMError  # noqa: E402
@@ -65,10 +65,11 @@ __all__ = [
     "NO_ANSWER_SENTENCE", "ChatClient", "CitationCheck", "LLMError", "LLMGenerator", "build_prompt",
     "check_citations", "followup_query", "is_followup", "make_generator",
     "Calibration", "DISTANCE", "EMPTY", "LanguageCalibration", "SUPPORT", "SupportRule", "ThresholdChoice",
-    "UNSUPPORTED", "OFF_SUBJECT", "JUDGE", "JUDGED_OUT", "Judge", "load_judge", "evidence_rule", "Located", "Mark", "ViewerError",
+    "UNSUPPORTED", "OFF_SUBJECT", "JUDGE", "JUDGED_OUT", "Judge", "load_judge", "evidence_rule", "Markup", "Located", "Mark", "ViewerError",
     "Answer", "CAPPED", "Candidate", "ChosenSentence", "Chunk", "Citation", "DocRecord", "Embedder", "Engine",
     "ExtractionError", "Extracted", "ExtractiveGenerator", "FileOutcome", "ceiled", "floored", "locator", "quoted", "Gated", "Generator", "KEPT",
     "LibraryStats", "OVER", "SearchResult", "Settings", "Stamp", "StoreError", "Strategy", "SyncReport", "Turn",
     "UploadConflict", "UploadError", "answer", "chunk_document", "count_tokens", "extract", "extract_bytes", "gate",
     "load_embedder", "load_settings", "refusal_text", "rrf", "safe_name", "strategy", "unwrap", "Fused", "fuse",
+    "Explanation", "explain",
 ]

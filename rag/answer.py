@@ -39,10 +39,10 @@ from typing import Callable, Iterator, Protocol, Sequence
 import numpy as np
 
 from rag.chunk import prose_sentences
-from rag.citations import NO_ANSWER_SENTENCE, CitationCheck, check_citations, numbers_text
+from rag.citations import NO_ANSWER_SENTENCE, Citation, CitationCheck, check_citations, numbers_text
 from rag.embed import Embedder, count_tokens
 from rag.followup import referred_words
-from rag.gate import Citation, Gated
+from rag.gate import Gated
 from rag.lexical import LANGUAGES, analyze, fold, holds_value, identifier_numbers, question_terms, term_tokens
 from rag.llm import ChatClient, LLMError
 from rag.words import alternation, every

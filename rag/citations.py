@@ -1,4 +1,9 @@
-"""The citation check: does an answer cite only the sources it was given, and every claim?
+"""Citations, and the citation check: how a kept passage is cited, and whether an answer cites only the
+sources it was given, and every claim.
+
+`cite(kept)` numbers the passages the gate kept 1..k. Each `Citation` quotes the chunk's own content (never
+its embedded header) and points into the file (`fragment`): `#char=start,end` for text, `#page=N` for
+PDFs; `locator` says where the passage sits in words.
 
 An answer (extractive or written by an LLM) ends each claim with a marker such as `[1]`, `[2, 4]` or
 `[1][3]`. `check_citations(text, given)` reads the answer's sentences (`answer_sentences`) and the
@@ -14,7 +19,8 @@ the answer is the fixed no-answer sentence (`is_no_answer`), which makes it a re
 >>> check_citations("The documents do not contain the answer.", [1, 2]).refusal
 True
 
-What it does not do: write or change an answer, retrieve, or render it (turning markers into links is
+What it does not do: decide which passages are evidence (rag.gate), write or change an answer, retrieve,
+or render it (turning markers into links is
 the app's job; `MARKER` is the pattern it needs).
 """
 
@@ -22,9 +28,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
+from urllib.parse import quote as urlquote
 
 from rag.lexical import fold
+
+if TYPE_CHECKING:
+    from rag.search import Candidate
 
 # The one sentence an LLM must reply with when the sources do not hold the answer.
 NO_ANSWER_SENTENCE = "The documents do not contain the answer."
@@ -36,6 +46,48 @@ _SENT_END = re.compile(rf"[.!?…][\"'”’)*_]*(?:\s*\[\s*{_NUMS}\s*\])*(?=\s|
 # What a generator should never write: Markdown links, bare URLs, the app's own fragments.
 _LINK = re.compile(r"\]\([^)]*\)|\bhttps?://\S+|\bwww\.\S+|#(?:char|page)=\d", re.IGNORECASE)
 _HAS_WORD = re.compile(r"[^\W_]", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Citation:
+    n: int
+    chunk_id: str
+    doc_id: str
+    doc_name: str
+    title: str
+    locator: str
+    fragment: str
+    link: str
+    quote: str
+    distance: float
+    start: int
+    end: int
+    page: int | None
+    section: str = ""  # the heading the passage sits under ("" when none)
+    version: str = ""  # the content hash of the document version quoted (the viewer checks it)
+
+
+def locator(c: "Candidate") -> str:
+    """Where a passage sits, for its citation: pages and section for a PDF, else the section (or title).
+    A PDF with no headings has a section per page, named "Page N" (rag.extract): said once, not twice."""
+    if c.page is not None:
+        pages = f"p. {c.page}" if c.page_end in (None, c.page) else f"pp. {c.page}–{c.page_end}"
+        own = c.section and c.section != f"Page {c.page}"
+        return f"{pages} · {c.section}" if own else pages
+    return c.section or (c.title or "start of file")
+
+
+def fragment(c: "Candidate") -> str:
+    return f"#page={c.page}" if c.page is not None else f"#char={c.start},{c.end}"
+
+
+def cite(kept: Sequence["Candidate"]) -> list[Citation]:
+    """The kept passages as citations, numbered 1..k in the order kept."""
+    return [Citation(n=i, chunk_id=c.chunk_id, doc_id=c.doc_id, doc_name=c.doc_name, title=c.title,
+                     locator=locator(c), fragment=fragment(c), link=urlquote(c.doc_name) + fragment(c),
+                     quote=c.content, distance=c.distance, start=c.start, end=c.end, page=c.page,
+                     section="" if c.section == f"Page {c.page}" else c.section, version=c.version)
+            for i, c in enumerate(kept, start=1)]
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rag.engine import Engine, Turn
-from rag.gate import ceiled, evidence_rule, percent
+from rag.explain import ceiled, evidence_rule, explain, percent
 from rag.settings import Settings, load_settings
 
 
@@ -77,6 +77,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def turn_to_json(turn: Turn) -> dict:
+    why = explain(turn.gated, lost_hint="")
     return {
         "question": turn.question,
         "answer": turn.answer.text,
@@ -91,6 +92,12 @@ def turn_to_json(turn: Turn) -> dict:
         "missing_words": list(turn.gated.missing),
         "unsaid_words": list(turn.gated.unsaid),  # an answer's: the question's words no kept passage holds
         "closest_distance": turn.gated.closest.distance if turn.gated.closest else None,
+        # Why it was refused, as the chat says it: the rule named (`because`), its header, and each line.
+        "because": turn.gated.because or None,
+        "reason": why.reason or None,
+        "needed_threshold": why.needed_threshold,  # rounded up: gating at it keeps the passage it names
+        "explanation": {"closest": why.closest or None, "threshold": why.threshold or None,
+                        "empty": why.empty or None},
         "citations": [dataclasses.asdict(c) for c in turn.gated.citations],
         "candidates": [dict(dataclasses.asdict(c), verdict=v) for c, v in zip(turn.gated.candidates, turn.gated.verdicts)],
         "mode": turn.answer.mode,
@@ -124,12 +131,8 @@ def print_turn(turn: Turn) -> None:
     if a.prompt_tokens is not None:
         print(f"prompt: {a.prompt_tokens} tokens (tiktoken)")
     if g.refusal and g.closest:
-        print(f"\nclosest: {g.closest.distance:.3f} ({g.closest.doc_name}, {g.closest.section or 'no section'})")
-        if g.needed_threshold is not None:
-            print(f"a threshold of {g.needed_threshold:.3f} would let {g.closest_supported.doc_name} through")
-        else:
-            print("no threshold would let a passage through: " + ("the judge scores none at its cut"
-                  if g.rule.judging else "none holds enough of the question's words"))
+        why = explain(g, lost_hint="")  # the chat's lines; `rag ask` has no "Why wasn't it found?"
+        print(f"\n{why.closest}\n{why.threshold}")
     if g.citations:
         print("\nCitations")
         for c in g.citations:

@@ -19,7 +19,8 @@ from typing import Sequence
 import numpy as np
 
 from rag.extract import extract
-from rag.gate import CAPPED, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, UNSUPPORTED, Gated, percent
+from rag.explain import explain
+from rag.gate import CAPPED, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, UNSUPPORTED, Gated
 from rag.needles import contains
 from rag.search import SearchResult, fused_order
 
@@ -90,51 +91,16 @@ def why_not_found(engine, result: SearchResult, gated: Gated, expected_sentence:
             c, v = among[0]
             base = dict(doc_name=c.doc_name, chunk_id=c.chunk_id, dense_rank=c.dense_rank, bm25_rank=c.bm25_rank,
                         fused_rank=c.fused_rank, distance=c.distance, threshold=gated.threshold, candidates=n)
+            # The gate's verdict on that chunk, worded by rag.explain as every surface words it.
+            message = explain(gated, passage=c).passage
             if v == KEPT:
                 cit = next((x.n for x in gated.citations if x.chunk_id == c.chunk_id), None)
-                return Diagnosis(CITED, f"It was found and cited as [{cit}] ({c.doc_name}, fused rank {c.fused_rank}, "
-                                        f"distance {c.distance:.3f}).", citation=cit, **base)
+                return Diagnosis(CITED, message, citation=cit, **base)
             if v == CAPPED:
-                ahead = sum(1 for x, vv in zip(gated.candidates, gated.verdicts) if vv == KEPT)
-                return Diagnosis(CAPPED_OUT, f"Its chunk passed the threshold (distance {c.distance:.3f} ≤ "
-                                             f"{gated.threshold:.3f}) but came at fused rank {c.fused_rank}, after the "
-                                             f"{ahead} chunks the cap of {gated.max_chunks} allows.", **base)
-            if v == JUDGED_OUT:
-                score = "it did not read it" if c.judge is None else f"its score is {c.judge:.2f}"
-                return Diagnosis(UNSUPPORTED_OUT, f"Its chunk is close enough (distance {c.distance:.3f} ≤ "
-                                                  f"{gated.threshold:.3f}), but the judge, which reads the question "
-                                                  f"and the passage together, found it does not answer: {score}, "
-                                                  f"under the cut of {gated.rule.judge_cut:.2f}.", **base)
-            if v == UNSUPPORTED and c.absent_names:
-                return Diagnosis(UNSUPPORTED_OUT, f"Its chunk is close enough (distance {c.distance:.3f} ≤ "
-                                                  f"{gated.threshold:.3f}), but the question names "
-                                                  f"{', '.join(c.absent_names)}, which the folder never mentions: no "
-                                                  "passage is evidence for it.", **base)
-            if v == UNSUPPORTED and c.wordless:
-                return Diagnosis(UNSUPPORTED_OUT, f"Its chunk is close enough (distance {c.distance:.3f} ≤ "
-                                                  f"{gated.threshold:.3f}), but the question has no word of its own "
-                                                  "to look for in it (only question words and words such as "
-                                                  "\"the\"): ask with the words of what you want to know.", **base)
-            if v == UNSUPPORTED and c.lacks_names:
-                return Diagnosis(UNSUPPORTED_OUT, f"Its chunk is close enough (distance {c.distance:.3f} ≤ "
-                                                  f"{gated.threshold:.3f}), but it does not mention "
-                                                  f"{', '.join(c.lacks_names)}, which the question names: it is "
-                                                  "taken to be about something else.", **base)
-            if v == OFF_SUBJECT:
-                return Diagnosis(UNSUPPORTED_OUT, f"Its chunk is close enough (distance {c.distance:.3f} ≤ "
-                                                  f"{gated.threshold:.3f}) and holds the question's words, but none "
-                                                  "of the question before it, which this follow-up was searched "
-                                                  "with: it is taken to be about something else.", **base)
-            if v == UNSUPPORTED:
-                need = gated.rule.needed_by(c)
-                lacks = f": it does not mention {', '.join(c.missing)}" if c.missing else ""
-                return Diagnosis(UNSUPPORTED_OUT, f"Its chunk is close enough (distance {c.distance:.3f} ≤ "
-                                                  f"{gated.threshold:.3f}) but holds {percent(c.support)} of the question's "
-                                                  f"words, under the {need:.0%} the support test asks{lacks}. Asking "
-                                                  f"with the document's own words would find it.", **base)
-            return Diagnosis(GATED, f"Its chunk was a candidate (fused rank {c.fused_rank}) but its distance "
-                                    f"{c.distance:.3f} is over the threshold {gated.threshold:.3f}; a threshold of "
-                                    f"{c.distance:.3f} would let it through.", **base)
+                return Diagnosis(CAPPED_OUT, message, **base)
+            if v in (UNSUPPORTED, OFF_SUBJECT, JUDGED_OUT):
+                return Diagnosis(UNSUPPORTED_OUT, message, **base)
+            return Diagnosis(GATED, message, **base)
         ranks = _full_ranks(engine, result, [c.id for c in holders])
         best = min(holders, key=lambda c: ranks[c.id][2])
         d, b, f, dist = ranks[best.id]

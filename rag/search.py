@@ -50,10 +50,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from rag.embed import Embedder
-from rag.followup import refers_back
-from rag.lexical import (MEASURES, LexicalIndex, acronyms, analyze, analyze_query, holds_value,
-                         identifier_numbers, is_code, number_tokens, question_language, question_names,
-                         question_terms)
+from rag.evidence import analyze_question, weigh
+from rag.lexical import LexicalIndex, analyze, analyze_query, question_language
 from rag.settings import Settings
 from rag.store import StoredChunk
 
@@ -397,10 +395,10 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     this search cannot mix two states. `vector`: the query's embedding when the caller has it already
     (calibration). The store is not read at query time (see the module docstring).
 
-    Support is judged on the question as asked, not on `query`: a follow-up searched together with the
-    previous question must still find its own words in the passage ("Capital of Peru?" after a question
-    about uploads is not supported by a passage about uploads). A question with no content words of its
-    own ("Why?") is judged on the searched query's, and so is an LLM's standalone rewrite of a follow-up."""
+    Retrieval first (both sides, fusion, feedback); then each candidate is weighed against the question
+    (`rag.evidence`: the question analysed once, each passage's support, names, codes and subject), which
+    is what the gate reads. Support is judged on the question as asked, not on `query` (see
+    `rag.evidence.analyze_question`)."""
     query = query or question
     n = settings.candidates
     weights = weights or {"dense": settings.dense_weight, "bm25": settings.bm25_weight}
@@ -467,93 +465,13 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             dense_rank[cid], bm25_rank[cid] = dense_rank2.get(cid), bm25_rank2.get(cid)
             bm25_scores[cid] = bm25_score2.get(cid)
     lap("feedback")
-    # A follow-up joined to the previous question is judged on its own words; one an LLM rewrote into a
-    # standalone question ("And where are they kept?" -> "Where are backup copies kept?") on the rewrite's.
-    rewritten = query != question and not query.endswith(question)
-    own = query if rewritten else question
-    # Its own words only: a follow-up with none ("Why?", "Há ou à?") is not supported by the passages that
-    # hold the question before it (they would answer that question again, not this one).
-    terms = tuple(question_terms(own))
-    # Only a folder with something in it can be said never to mention a name; one a letter off a word it
-    # uses may be a misspelling of it.
-    # A unit written with a capital ("in degrees Celsius") is a measure, not a name: a passage giving "°C"
-    # answers it, and a folder that never writes the word does not make the question about something absent.
-    names, caps = [n for n in question_names(own) if n in terms and n not in MEASURES], acronyms(own)
-    unknown = tuple(n for n in names if snapshot.chunks and snapshot.lexical.unused(n)
-                    and not snapshot.lexical.spelled_near(n))
-    absent = tuple(n for n in unknown if n not in caps)
-    # Names the folder does use ("lantern" in "What is the deadline of Project Lantern?"): a passage that
-    # lacks one is about something else ("Project Heron ... Deadline: 30 November"). Not acronyms.
-    # A name under three letters or with a stop in it ("Jr", "U.S.") is an abbreviation the passage may
-    # write out; a form one letter off counts as the name ("Asia" for "Asian").
-    named = [n for n in names if n not in caps and len(n) >= 3 and "." not in n
-             and snapshot.chunks and not snapshot.lexical.unused(n)]
-    near: dict[str, tuple[str, ...]] = {}  # a name's forms one letter off: a vocabulary scan, only when needed
-    # A number written as a name ("the Level 4 course", "the 2025 regatta") is one: a folder that never writes
-    # it has nothing on that level or year (2025 is not a misspelling of 2026), and a passage without it is
-    # about another ("Level 1 costs 260 euros"; found by a user trial). A follow-up with no number of its own
-    # keeps the one of the question it is joined to ("And for juniors?" after the Level 2 course's price).
-    numbers, said = [n for n in identifier_numbers(own) if n in terms], own
-    earlier = not numbers and not rewritten and query != question
-    if earlier:
-        said = query[:-len(question)]
-        numbers = identifier_numbers(said)
-    forms = {n: number_tokens(n, said) for n in numbers}
-    if snapshot.chunks and not earlier:  # one of its own the folder never writes is absent, like a name
-        never = tuple(n for n in numbers if not any(snapshot.lexical.known(t) for t in forms[n]))
-        unknown, absent = unknown + never, absent + never
-
-    def lacks(position: int, missing: tuple[str, ...]) -> tuple[str, ...]:
-        out = []
-        for n in named:
-            if n in missing:
-                if n not in near:
-                    near[n] = snapshot.lexical.near_tokens(n)
-                if not snapshot.lexical.holds_any(position, near[n]):
-                    out.append(n)
-        # Only the passage itself: counting a number held elsewhere in its section too (a year said once at
-        # a section's start) answered 4 more near misses of the development sets and kept no more right ones.
-        out += [n for n in numbers if n not in absent and not snapshot.lexical.holds_any(position, forms[n])]
-        return tuple(out)
-
-    codes = tuple(t for t in terms if is_code(t))
-    # A follow-up joined to the question it refers to ("And how do I fix it?" after "What does ERR-4017
-    # mean?") names that question's codes through "it": a passage holding one passes the support test by
-    # the code rule, as it would for "How do I fix ERR-4017?". The support share stays its own words'.
-    referred: tuple[str, ...] = ()
-    if not rewritten and query != question and refers_back(question):
-        referred = tuple(t for t in question_terms(query[:-len(question)]) if is_code(t) and t not in codes)
-    # A follow-up joined to the question before it is about that question's subject: its words (those the
-    # follow-up does not say itself) are what a passage must also hold to be about the same thing.
-    subject: tuple[str, ...] = ()
-    if not rewritten and query != question:
-        subject = tuple(t for t in question_terms(query[:-len(question)], measures=False) if t not in terms)
-    # Words asking for a measure ("At what temperature?", "How often…?", "Quanto custa…?"): held by a passage
-    # that gives a value of it ("165 degrees Celsius", "every 7 months", "1.385 euros"), which seldom repeats
-    # the word itself.
-    measures = [t for t in terms if t in MEASURES]
-    in_document: dict[tuple[str, str], bool] = {}  # (doc_id, lang) -> a chunk of it holds the subject
-
-    def subject_in_document(doc_id: str, lang: str) -> bool:
-        # The chunks holding a subject word (posting lists, under the candidate's language), then their
-        # documents: no scan of the document's chunks, which a long PDF has by the thousand.
-        if (doc_id, lang) not in in_document:
-            rows = np.concatenate([snapshot.lexical.holders(t, lang) for t in subject]) if subject else ()
-            in_document[(doc_id, lang)] = bool(len(rows)) and snapshot.doc_of is not None \
-                and bool(np.any(snapshot.doc_of[rows] == doc_id))
-        return in_document[(doc_id, lang)]
-
+    asked = analyze_question(question, query, snapshot)
+    positions = [snapshot.pos[cid] for cid in order]
+    chunks = [snapshot.chunks[i] for i in positions]
+    weights_of = weigh(asked, snapshot, [(i, sc.content, sc.meta.get("lang", ""), sc.doc_id)
+                                          for i, sc in zip(positions, chunks)])
     candidates = []
-    for rank, cid in enumerate(order, start=1):
-        sc = snapshot.chunks[snapshot.pos[cid]]
-        valued = [t for t in measures if holds_value(t, sc.content)]
-        support, missing = snapshot.lexical.support(snapshot.pos[cid], terms, sc.meta.get("lang", ""), valued)
-        held_referred = ()
-        if referred:
-            _, lacking = snapshot.lexical.support(snapshot.pos[cid], referred, sc.meta.get("lang", ""))
-            held_referred = tuple(t for t in referred if t not in lacking)
-        on_subject = snapshot.lexical.support(snapshot.pos[cid], subject, sc.meta.get("lang", ""))[0] \
-            if subject else None
+    for rank, (cid, sc, w) in enumerate(zip(order, chunks, weights_of), start=1):
         path, title, kind = snapshot.docs.get(sc.doc_id, (sc.doc_id, "", ""))
         m = sc.meta
         candidates.append(Candidate(
@@ -562,17 +480,14 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             page_end=m.get("page_end"), kind=kind, fused_rank=rank, fused_score=fused[cid].score,
             distance=float(distances[cid]), dense_rank=dense_rank.get(cid), bm25_rank=bm25_rank.get(cid),
             bm25_score=bm25_scores.get(cid), dense_norm=fused[cid].dense, bm25_norm=fused[cid].bm25,
-            support=support, missing=missing, unknown_names=unknown, absent_names=absent,
-            lacks_names=lacks(snapshot.pos[cid], missing),
-            codes=tuple(t for t in codes if t not in missing) + held_referred, lang=m.get("lang", ""),
-            subject_support=on_subject, wordless=not terms,
-            subject_in_document=None if on_subject is None
-            else on_subject > 0 or subject_in_document(sc.doc_id, m.get("lang", "")),
+            support=w.support, missing=w.missing, unknown_names=asked.unknown_names,
+            absent_names=asked.absent_names, lacks_names=w.lacks_names, codes=w.codes, lang=m.get("lang", ""),
+            subject_support=w.subject_support, wordless=w.wordless, subject_in_document=w.subject_in_document,
             version=snapshot.versions.get(sc.doc_id, ""),
         ))
     lap("support")
     return SearchResult(question=question, query=query, candidates=candidates, weights=weights,
-                        timings_ms=timings, searched_chunks=len(snapshot.chunks), terms=terms,
-                        unknown_names=unknown, absent_names=absent, subject=subject,
+                        timings_ms=timings, searched_chunks=len(snapshot.chunks), terms=asked.terms,
+                        unknown_names=asked.unknown_names, absent_names=asked.absent_names, subject=asked.subject,
                         language=language, fusion=settings.fusion,
                         kept_first=kept, expansion=expansion, folder_languages=snapshot.languages)

@@ -18,7 +18,8 @@ from rag import SUPPORT, DISTANCE, EMPTY, SupportRule, gate
 from rag.calibration import KINDS, calibrate, choose_threshold, question_kinds, unrelated_questions
 from rag.cli import main as cli
 from rag.calibration import evidence_distance
-from rag.gate import ABSENT, UNNAMED, WORDLESS, absent_text, off_subject_text, wordless_text
+from rag.explain import absent_text, off_subject_text, wordless_text
+from rag.gate import ABSENT, UNNAMED, WORDLESS
 from rag import lexical
 from rag.lexical import LexicalIndex, is_code, question_names, question_terms
 from rag.search import Candidate, SearchResult

@@ -78,7 +78,7 @@ def test_a_column_of_an_unknown_kind_is_refused_with_the_valid_ones():
 def test_refusal_names_the_closest_candidate_and_the_threshold_that_would_let_it_through():
     res = result(row(1, 0.62, doc="getting-started.md"), row(2, 0.7))
     gated = rag.gate(res, 0.0, 4, RULE)
-    refusal = view.refusal_lines(gated, res, RULE, indexing=0)
+    refusal = view.refusal_lines(gated, indexing=0)
     assert refusal.header == ":orange-badge[:material/block: refused] " + gated.reason
     assert refusal.text == rag.refusal_text(0.0, res.question)
     closest, need = map(plain, refusal.lines)
@@ -90,10 +90,10 @@ def test_refusal_names_the_closest_candidate_and_the_threshold_that_would_let_it
 def test_refusal_says_why_no_threshold_would_help():
     absent = result(row(1, 0.3, support=0.0, missing=("youtube",), absent_names=("youtube",)),
                     absent_names=("youtube",), unknown_names=("youtube",))
-    lines = view.refusal_lines(rag.gate(absent, 0.5, 4, RULE), absent, RULE, 0).lines
+    lines = view.refusal_lines(rag.gate(absent, 0.5, 4, RULE), 0).lines
     assert plain(lines[-1]) == 'No threshold would let a passage through: the folder never mentions "youtube".'
     words = result(row(1, 0.3, support=0.1, missing=("index",)))
-    lines = view.refusal_lines(rag.gate(words, 0.5, 4, RULE), words, RULE, 0).lines
+    lines = view.refusal_lines(rag.gate(words, 0.5, 4, RULE), 0).lines
     assert "That passage does not mention: index." in plain(lines[0])
     assert lines[-1].startswith("No threshold would let a passage through: none of the candidates holds enough")
 
@@ -101,9 +101,9 @@ def test_refusal_says_why_no_threshold_would_help():
 def test_refusal_of_an_empty_folder_says_whether_files_are_still_on_their_way():
     empty = result()
     gated = rag.gate(empty, 0.5, 4, RULE)
-    assert view.refusal_lines(gated, empty, RULE, indexing=3).lines == [
+    assert view.refusal_lines(gated, indexing=3).lines == [
         "Nothing is indexed yet: 3 file(s) are still being indexed (see the sidebar). Ask again once they are."]
-    assert view.refusal_lines(gated, empty, RULE, indexing=0).lines == [
+    assert view.refusal_lines(gated, indexing=0).lines == [
         "The folder has nothing indexed yet: add documents in the sidebar."]
 
 

@@ -1,0 +1,75 @@
+"""One explanation, three surfaces: the chat's refusal lines, `rag ask`'s printed lines and its --json say the
+same words for the same verdict (the chat only adds Markdown; the CLI only leaves out the chat's own tool)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+
+import pytest
+
+import rag
+import chat_view as view
+from rag.cli import print_turn, turn_to_json
+from rag.engine import Turn
+from rag.explain import LOST_HINT
+
+RULE = rag.SupportRule(min_support=0.5, close=0.3, close_support=0.2)
+
+
+def row(i: int, distance: float, support: float = 1.0, doc: str = "notes.md", **kw) -> rag.Candidate:
+    return rag.Candidate(f"c{i}", f"d-{doc}", doc, "Notes", kw.pop("section", "Setup_*1*"),
+                         f"Passage {i}.", 10 * i, 10 * i + 9, None, None, "text", i, 1.0 / i, distance, i, i, 1.0,
+                         support=support, **kw)
+
+
+def searched(*candidates: rag.Candidate, **kw) -> rag.SearchResult:
+    return rag.SearchResult("Where is the [index] stored?", "Where is the [index] stored?", list(candidates),
+                            {"dense": 0.6, "bm25": 0.4}, terms=("index", "stored"), **kw)
+
+
+VERDICTS = {
+    "over the threshold": (searched(row(1, 0.8434, doc="heron_notes.md")), 0.8),
+    "lacks the words": (searched(row(1, 0.4, support=0.1, missing=("stored",))), 0.6),
+    "names something absent": (searched(row(1, 0.3, support=0.0, missing=("youtube",), absent_names=("youtube",)),
+                                        absent_names=("youtube",), unknown_names=("youtube",)), 0.6),
+    "wordless": (searched(row(1, 0.3, wordless=True)), 0.6),
+}
+
+
+def unmarked(markdown: str) -> str:
+    """The chat's line as a reader sees it: Markdown's escapes and emphasis gone."""
+    return re.sub(r"\\(.)", r"\1", re.sub(r"(?<!\\)\*+", "", markdown))
+
+
+@pytest.mark.parametrize("case", list(VERDICTS))
+def test_chat_cli_and_json_say_the_same_lines(case):
+    result, threshold = VERDICTS[case]
+    gated = rag.gate(result, threshold, 4, RULE)
+    assert gated.refusal is not None
+    plain = rag.explain(gated)
+    chat = view.refusal_lines(gated, indexing=0)
+    assert chat.text == plain.refusal == gated.refusal
+    assert [unmarked(line) for line in chat.lines] == [plain.closest, plain.threshold]
+
+    turn = Turn(result.question, result, gated, rag.answer(gated, None))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        print_turn(turn)
+    printed = out.getvalue().splitlines()
+    cli = rag.explain(gated, lost_hint="")
+    assert printed[0] == gated.refusal
+    assert cli.closest in printed and cli.threshold in printed
+    # The CLI has no "Why wasn't it found?" box: the only difference allowed is that pointer.
+    assert cli.threshold == plain.threshold.replace(f"; {LOST_HINT}.", ".")
+    said = turn_to_json(turn)
+    assert (said["reason"], said["explanation"]["closest"], said["explanation"]["threshold"]) == (
+        chat.header.split("] ", 1)[1], cli.closest, cli.threshold)
+
+
+def test_the_chat_escapes_what_a_document_writes_and_bolds_what_to_look_at():
+    result, threshold = VERDICTS["over the threshold"]
+    closest, need = view.refusal_lines(rag.gate(result, threshold, 4, RULE), indexing=0).lines
+    assert closest.startswith(r"Closest candidate: **heron\_notes\.md** · Setup\_\*1\* at cosine distance **0\.843**")
+    assert need.startswith(r"A threshold of **0\.844** would let **heron\_notes\.md** through")
