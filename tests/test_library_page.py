@@ -83,21 +83,23 @@ def test_library_opened_while_indexing_keeps_the_last_calibration_and_calibrates
     finally:
         other_writer.release()
 
-    # The queue writes its file and, once empty, calibrates: once, for what the folder now holds.
-    assert engine.queue.wait_idle(300)
-    assert engine.queue.get(QUEUED[0]).state == "indexed"
-    assert engine.calibrations == 1
-    assert engine.calibration.fingerprint == engine.calibration_fingerprint()
-    lib.run()
-    assert not lib.exception, lib.exception
-    assert engine.calibrations == 1 and calibrated_lines(lib)
+    try:
+        # The queue writes its file and, once empty, calibrates: once, for what the folder now holds.
+        assert engine.queue.wait_idle(300)
+        assert engine.queue.get(QUEUED[0]).state == "indexed"
+        assert engine.calibrations == 1
+        assert engine.calibration.fingerprint == engine.calibration_fingerprint()
+        lib.run()
+        assert not lib.exception, lib.exception
+        assert engine.calibrations == 1 and calibrated_lines(lib)
 
-    # With the queue idle, a change leaves the calibration out of date and opening the page calibrates.
-    engine.remove(next(d.doc_id for d in engine.documents() if d.path == QUEUED[0]))
-    assert not engine.queue.busy()
-    assert engine.calibration.fingerprint != engine.calibration_fingerprint()
-    again = AppTest.from_file(LIBRARY, default_timeout=TIMEOUT).run()
-    assert not again.exception, again.exception
-    assert engine.calibrations == 2
-    assert engine.calibration.fingerprint == engine.calibration_fingerprint()
-    engine.stop()
+        # With the queue idle, a change leaves the calibration out of date and opening the page calibrates.
+        engine.remove(next(d.doc_id for d in engine.documents() if d.path == QUEUED[0]))
+        assert not engine.queue.busy()
+        assert engine.calibration.fingerprint != engine.calibration_fingerprint()
+        again = AppTest.from_file(LIBRARY, default_timeout=TIMEOUT).run()
+        assert not again.exception, again.exception
+        assert engine.calibrations == 2
+        assert engine.calibration.fingerprint == engine.calibration_fingerprint()
+    finally:
+        engine.stop()  # the worker of this test's engine, not left running for the rest of the session
