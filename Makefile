@@ -1,12 +1,14 @@
 # Two commands do all the set-up on a fresh machine (Python 3.11, Linux):
 #   make app    installs, indexes the sample folder (data/) and starts the app on http://127.0.0.1:8501
 #   make test   installs (with the test tools and a headless Chromium) and runs the whole test suite
+#   make check  installs (no browser) and runs the fast tier: tests/unit and the doctests of rag/ and lab/,
+#               in under two minutes, loading no model (tests/unit/no_model.py fails any test that does)
 PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 FOLDER ?= data
 
-.PHONY: install app test bench
+.PHONY: install app test check bench
 
 # torch first, pinned: that CPU build is what these machines have; a bare `torch` pulls a multi-GB GPU build.
 $(BIN)/rag: pyproject.toml
@@ -24,6 +26,10 @@ app: install
 test: install
 	bash scripts/install-browser.sh
 	$(BIN)/pytest -q -p no:cacheprovider --durations=15
+
+# `python -m` puts the repository on the path, so `-p` finds the guard: the doctests run under it too.
+check: install
+	$(BIN)/python -m pytest -q -p no:cacheprovider -p tests.unit.no_model tests/unit rag lab
 
 bench: install
 	$(BIN)/python bench/bench_engine.py
