@@ -1,7 +1,7 @@
 # Two commands do all the set-up on a fresh machine (Python 3.11, Linux):
 #   make app    installs, indexes the sample folder (data/) and starts the app on http://127.0.0.1:8501
 #   make test   installs (with the test tools and a headless Chromium) and runs the whole test suite
-#   make check  installs (no browser) and runs the fast tier: tests/unit and the doctests of rag/ and lab/,
+#   make check  installs (no browser) and runs the fast tier: tests/unit and the doctests of rag/, lab/ and the app's pure modules,
 #               in under two minutes, loading no model (tests/unit/no_model.py fails any test that does)
 PY ?= python3.11
 VENV := .venv
@@ -29,7 +29,7 @@ test: install
 
 # `python -m` puts the repository on the path, so `-p` finds the guard: the doctests run under it too.
 check: install
-	$(BIN)/python -m pytest -q -p no:cacheprovider -p tests.unit.no_model tests/unit rag lab
+	$(BIN)/python -m pytest -q -p no:cacheprovider -p tests.unit.no_model tests/unit rag lab inert.py chat_view.py chat_session.py
 
 bench: install
 	$(BIN)/python bench/bench_engine.py
