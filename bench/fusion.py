@@ -11,7 +11,7 @@ Steps, each a subcommand:
   this change (RRF, k = 60, BM25 x1.3 on a folder the model does not read) is recorded alongside.
 - `choose`: score fusion rules on DEVELOPMENT data only: the SQuAD questions whose id hashes to `dev`
   (the same halves as bench/refusals.py), the sample set, and NFCorpus's dev split (needs the vector
-  cache bench/beir_nfcorpus.py writes). Every rule goes through `rag.search.fused_order`, the function the
+  cache bench/beir_nfcorpus.py writes). Every rule goes through `rag.fusion.fused_order`, the function the
   app's search ranks with.
 - `lexical`: the BM25 side alone on the same development questions, with each analyzer step switched
   off in turn (stopwords, stemming, accent folding, whole-code tokens, numbers) and other BM25 variants.
@@ -43,7 +43,8 @@ from lab.beir import cached_vectors  # noqa: E402
 from lab.metrics import SignTest, rate, sign_test  # noqa: E402
 from rag.lexical import LexicalIndex, analyze, question_language  # noqa: E402
 from rag.needles import load_questions  # noqa: E402
-from rag.search import dense_top, fused_order, hybrid_search  # noqa: E402
+from rag.fusion import fused_order  # noqa: E402
+from rag.search import dense_top, hybrid_search  # noqa: E402
 from rag.settings import load_settings  # noqa: E402
 
 SQUAD = ROOT.parent / "shared" / "eval" / "squad2"
@@ -147,7 +148,7 @@ FOLDER_LANGUAGES = {"squad-en": ("en",), "squad-pt": ("pt",), "sample": ("en", "
 
 
 def reads(rec: dict, model_languages=("en",), folder_condition: bool = True) -> bool:
-    """Whether the question gets the usual weights, as `rag.search.question_weights` decides: not when
+    """Whether the question gets the usual weights, as `rag.fusion.question_weights` decides: not when
     the model does not read the question's language (unclear: the folder's main language) and the folder
     holds text in it. `folder_condition=False`: the simpler rule that ignores the folder's languages."""
     held = FOLDER_LANGUAGES[rec["folder"]]

@@ -29,7 +29,8 @@ from lab.metrics import SignTest, first_rank, ndcg_at, recall_at, reciprocal_ran
 from rag.chunk import Chunk, Strategy, chunk_document, strategy as make_strategy
 from rag.extract import EXTRACTOR_VERSIONS, Extracted, Section
 from rag.lexical import LexicalIndex, question_language
-from rag.search import Snapshot, dense_top, hybrid_search, question_weights
+from rag.fusion import question_weights
+from rag.search import Snapshot, dense_top, hybrid_search
 from rag.settings import Settings
 from rag.store import StoredChunk, chunk_metadata
 

@@ -56,7 +56,8 @@ from rag.explain import Explanation, Markup, ceiled, evidence_rule, explain, flo
 from rag.judge import Judge, load_judge  # noqa: E402
 from rag.library import DocRecord, Stamp  # noqa: E402
 from rag.llm import ChatClient, LLMError  # noqa: E402
-from rag.search import Candidate, Fused, SearchResult, fuse, rrf  # noqa: E402
+from rag.fusion import Fused, fuse, rrf  # noqa: E402
+from rag.search import Candidate, SearchResult  # noqa: E402
 from rag.settings import Settings, load_settings  # noqa: E402
 from rag.store import StoreError  # noqa: E402
 from rag.viewer import Located, Mark, ViewerError  # noqa: E402

@@ -20,9 +20,10 @@ import numpy as np
 
 from rag.extract import extract
 from rag.explain import explain
+from rag.fusion import fused_order
 from rag.gate import CAPPED, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, UNSUPPORTED, Gated
 from rag.needles import contains
-from rag.search import SearchResult, fused_order
+from rag.search import SearchResult
 
 EXTRACTION, CHUNKING, RANKS, GATED, CAPPED_OUT, CITED = "extraction", "chunking", "ranks", "gated", "capped", "cited"
 UNSUPPORTED_OUT = "unsupported"

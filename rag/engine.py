@@ -39,7 +39,8 @@ from rag.lexical import LANGUAGE_NAMES, question_language, word_rules
 from rag.llm import LLMError
 from rag.library import VISIBLE, DocRecord, Stamp, mark_index_dir
 from rag.queue import FolderWatcher, QueueItem
-from rag.search import FEEDBACK_RULE, SearchResult, Snapshot, hybrid_search, question_weights
+from rag.fusion import question_weights
+from rag.search import FEEDBACK_RULE, SearchResult, Snapshot, hybrid_search
 from rag.settings import DEFAULT_THRESHOLD, Settings
 from rag.uploads import HELD_DIR, HeldUpload, already_there, held, peek, release, save_upload
 from rag.viewer import Located, ViewerError, locate
@@ -162,7 +163,7 @@ class Engine:
         self.indexer.reload()
 
     def fusion_weights(self, settings: Settings | None = None, question: str = "") -> dict[str, float]:
-        """The fusion weights for one question (`rag.search.question_weights`): the dense side weighs
+        """The fusion weights for one question (`rag.fusion.question_weights`): the dense side weighs
         `dense_weight_unread` when the model does not read the question's language and the folder has
         text in it. A question whose language is unclear counts as written in the folder's main language."""
         s = settings or self.settings

@@ -1,10 +1,6 @@
 """Search: dense top-N and BM25 top-N, fused per question, every candidate fully explained.
 
-Fusion (`fuse`, chosen by measurement in bench/fusion.py): by default a convex combination of the two
-sides' z-score normalised scores, (w_dense * dense + w_bm25 * bm25) / (w_dense + w_bm25), each side
-normalised over its own top N; reciprocal rank fusion and min-max normalisation stay available as
-settings. The weights are per question (`question_weights`): the dense side weighs less for a question
-in a language the embedding model does not read, asked of a folder that holds that language.
+Fusion: `rag.fusion` (the arithmetic and the per-question weights).
 
 Feedback (`settings.feedback`, 5): the fused ranking's best five rows stay first, as found, and both sides
 search again from them (`feedback`: the question's vector moved toward theirs; a BM25 query in which the
@@ -33,9 +29,6 @@ filter by document applies before each side ranks (a row mask on both), not to t
 
 What it does not do: decide what is good enough. That is the gate's job, run separately so that a
 threshold change re-gates the same candidates without searching again.
-
->>> rrf({"dense": ["a", "b"], "bm25": ["b", "c"]}, k=60)
-{'b': 0.03252247488101534, 'a': 0.01639344262295082, 'c': 0.016129032258064516}
 """
 
 from __future__ import annotations
@@ -45,133 +38,16 @@ import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from rag.embed import Embedder
 from rag.evidence import analyze_question, weigh
+from rag.fusion import fused_order
 from rag.lexical import LexicalIndex, analyze, analyze_query, question_language
 from rag.settings import Settings
 from rag.store import StoredChunk
-
-FUSIONS = ("rrf", "minmax", "zscore")
-
-
-def rrf(rankings: Mapping[str, Sequence[str]], k: int = 60, weights: Mapping[str, float] | None = None) -> dict[str, float]:
-    """Weighted reciprocal rank fusion: score(d) = sum over sides of w / (k + rank). Best first."""
-    scores: dict[str, float] = {}
-    for side, ids in rankings.items():
-        w = 1.0 if weights is None else weights.get(side, 1.0)
-        for rank, cid in enumerate(ids, start=1):
-            scores[cid] = scores.get(cid, 0.0) + w / (k + rank)
-    return dict(sorted(scores.items(), key=lambda kv: -kv[1]))
-
-
-def normalise(scores: Sequence[float], how: str = "minmax") -> list[float]:
-    """One side's scores on a common scale: "minmax" maps the side's best to 1 and its last to 0 (all
-    equal: all 1, they are the best the side found); "zscore" subtracts the mean and divides by the
-    standard deviation (all equal: all 0).
-
-    >>> normalise([3.0, 2.0, 1.0])
-    [1.0, 0.5, 0.0]
-    >>> normalise([2.0, 2.0]), normalise([2.0, 2.0], "zscore")
-    ([1.0, 1.0], [0.0, 0.0])
-    """
-    if not scores:
-        return []
-    x = np.asarray(scores, dtype=np.float64)
-    if how == "minmax":
-        lo, hi = float(x.min()), float(x.max())
-        return [1.0] * len(x) if hi - lo <= 1e-12 else [float(v) for v in (x - lo) / (hi - lo)]
-    if how == "zscore":
-        sd = float(x.std())
-        return [0.0] * len(x) if sd <= 1e-12 else [float(v) for v in (x - x.mean()) / sd]
-    raise ValueError(f"unknown normalisation {how!r}; choose minmax or zscore")
-
-
-def _floor(side: Sequence[tuple[str, float]], normalised: Mapping[str, float]) -> float:
-    """What a side gives a candidate it did not return: its lowest normalised value, and one below it when
-    all of its scores are equal (then its lowest is also its best, which a candidate it missed is not)."""
-    if not normalised:
-        return 0.0
-    spread = max(s for _, s in side) - min(s for _, s in side) > 1e-12
-    return min(normalised.values()) - (0.0 if spread else 1.0)
-
-
-@dataclass(frozen=True)
-class Fused:
-    """One candidate's fused score, and each side's normalised score that went into it (None under RRF,
-    which reads ranks only). A side that did not return the candidate gives it that side's floor: its
-    lowest value (or one below it when all its scores are equal)."""
-
-    score: float
-    dense: float | None = None
-    bm25: float | None = None
-
-
-def fuse(dense: Sequence[tuple[str, float]], bm25: Sequence[tuple[str, float]], *, method: str = "zscore",
-         weights: Mapping[str, float] | None = None, k: int = 60) -> dict[str, Fused]:
-    """Fuse the two sides' candidates, each given best first as (id, score) with higher = better (dense:
-    cosine similarity; BM25: its score). Returns every candidate, best first; equal scores keep the
-    order the candidates were first met in (dense's list, then BM25's), the caller breaks them further.
-
-    - "rrf": weighted reciprocal rank fusion, w / (k + rank) summed over sides (scores are not read).
-    - "minmax" / "zscore": a convex combination of the sides' normalised scores,
-      (w_dense * dense + w_bm25 * bm25) / (w_dense + w_bm25), each side normalised over its own list.
-
-    >>> f = fuse([("a", 0.9), ("b", 0.5)], [("b", 7.0), ("c", 3.0)], method="minmax", weights={"dense": 1, "bm25": 1})
-    >>> [(cid, round(x.score, 3)) for cid, x in f.items()]
-    [('a', 0.5), ('b', 0.5), ('c', 0.0)]
-    >>> f = fuse([("a", 0.9), ("b", 0.5)], [("b", 7.0), ("c", 3.0)], weights={"dense": 3, "bm25": 1})
-    >>> [(cid, round(x.score, 3), round(x.dense, 3), round(x.bm25, 3)) for cid, x in f.items()]
-    [('a', 0.5, 1.0, -1.0), ('b', -0.5, -1.0, 1.0), ('c', -1.0, -1.0, -1.0)]
-    """
-    w = {"dense": 1.0, "bm25": 1.0, **(weights or {})}
-    if method == "rrf":
-        fused = rrf({"dense": [c for c, _ in dense], "bm25": [c for c, _ in bm25]}, k=k, weights=w)
-        return {cid: Fused(s) for cid, s in fused.items()}
-    if method not in FUSIONS:
-        raise ValueError(f"unknown fusion {method!r}; choose one of {', '.join(FUSIONS)}")
-    nd = dict(zip((c for c, _ in dense), normalise([s for _, s in dense], method)))
-    nb = dict(zip((c for c, _ in bm25), normalise([s for _, s in bm25], method)))
-    floor_d, floor_b = _floor(dense, nd), _floor(bm25, nb)
-    total = w["dense"] + w["bm25"]
-    out = {}
-    for cid in dict.fromkeys([*nd, *nb]):
-        d, b = nd.get(cid, floor_d), nb.get(cid, floor_b)
-        out[cid] = Fused((w["dense"] * d + w["bm25"] * b) / total if total > 0 else 0.0, d, b)
-    return dict(sorted(out.items(), key=lambda kv: -kv[1].score))
-
-
-def fused_order(dense: Sequence[tuple[str, float]], bm25: Sequence[tuple[str, float]], distances: Mapping[str, float],
-                *, n: int, method: str = "zscore", weights: Mapping[str, float] | None = None,
-                k: int = 60) -> list[tuple[str, Fused]]:
-    """The search's ranking step: `dense` as (id, cosine distance) closest first, `bm25` as (id, score) best
-    first, `distances` the distance of every candidate of either side. The best `n` by `fuse`, equal fused
-    scores closer chunk first. Evaluation calls this too, so a measured rule is the app's rule."""
-    fused = fuse([(cid, 1.0 - d) for cid, d in dense], bm25, method=method, weights=weights, k=k)
-    return sorted(fused.items(), key=lambda kv: (-kv[1].score, distances[kv[0]]))[:n]
-
-
-def question_weights(settings: Settings, language: str, model_languages: Sequence[str],
-                     folder_languages: Sequence[str] = ()) -> dict[str, float]:
-    """The fusion weights for one question. The dense side weighs `dense_weight_unread` when the model
-    does not read the question's language and the folder has text in it (BM25 matches the question's
-    words there, while the model's similarities for a language it never learnt rank poorly), else
-    `dense_weight`; BM25 weighs `bm25_weight` either way. A question in a language the folder does not
-    hold (a cross-language question) shares few words with it, so both sides keep their usual weights.
-    `language`: the question's, or the folder's main language when the question's is unclear.
-
-    >>> from rag.settings import Settings
-    >>> s = Settings(dense_weight=0.6, dense_weight_unread=0.1, bm25_weight=0.4)
-    >>> question_weights(s, "pt", ("en",), ("en", "pt")), question_weights(s, "en", ("en",), ("en", "pt"))
-    ({'dense': 0.1, 'bm25': 0.4}, {'dense': 0.6, 'bm25': 0.4})
-    >>> question_weights(s, "pt", ("en",), ("en",))  # a Portuguese question about English notes
-    {'dense': 0.6, 'bm25': 0.4}
-    """
-    unread = language not in model_languages and language in folder_languages
-    return {"dense": settings.dense_weight_unread if unread else settings.dense_weight, "bm25": settings.bm25_weight}
 
 
 @dataclass(frozen=True)
@@ -252,7 +128,7 @@ class SearchResult:
     absent_names: tuple[str, ...] = ()  # of `unknown_names`: those not written as acronyms
     subject: tuple[str, ...] = ()  # a follow-up joined to the question before it: that question's words
     language: str = ""  # the question's language ('en', 'pt', '' when unclear)
-    fusion: str = "rrf"  # how the sides were fused (rag.search.FUSIONS)
+    fusion: str = "rrf"  # how the sides were fused (rag.fusion.FUSIONS)
     # Feedback (settings.feedback): the first `kept_first` candidates are the question's own ranking, the
     # rest were ordered by a second search from them, whose BM25 query also held `expansion` (analysed
     # words). Without feedback: every candidate is the first ranking's and `expansion` is empty.

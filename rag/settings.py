@@ -63,7 +63,7 @@ class Settings:
     chunk_strategy: str = _tuned("E")
     chunk_budget: int = _tuned(512)
 
-    # Retrieval: dense + BM25, fused per question (rag.search.fuse). The default, chosen on development
+    # Retrieval: dense + BM25, fused per question (rag.fusion.fuse). The default, chosen on development
     # data (bench/fusion.py): a convex combination of z-score normalised scores, dense 0.6 and BM25 0.4;
     # the dense side weighs 0.1 for a question in a language the model does not read when the folder has
     # text in that language (BM25 matches its words; the model's similarities for it rank poorly).
