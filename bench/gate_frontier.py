@@ -68,9 +68,10 @@ import rag  # noqa: E402
 from rag import load_settings  # noqa: E402
 from rag.calibration import KINDS, _just_under, choose_threshold, question_kinds, unrelated_questions  # noqa: E402
 from rag.chunk import sentences  # noqa: E402
-from rag.lexical import QUESTION_FILLER, _TOKEN, _stopwords, fold, term_tokens  # noqa: E402
+from rag.lexical import _TOKEN, _stopwords, fold, term_tokens  # noqa: E402
 from rag.needles import contains, load_questions  # noqa: E402
 from rag.search import hybrid_search  # noqa: E402
+from rag.terms import QUESTION_FILLER  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from refusals import half  # noqa: E402

@@ -43,7 +43,8 @@ from rag.citations import NO_ANSWER_SENTENCE, Citation, CitationCheck, check_cit
 from rag.embed import Embedder, count_tokens
 from rag.followup import referred_words
 from rag.gate import Gated
-from rag.lexical import LANGUAGES, analyze, fold, holds_value, identifier_numbers, question_terms, term_tokens
+from rag.lexical import LANGUAGES, analyze, fold, term_tokens
+from rag.terms import holds_value, identifier_numbers, question_terms
 from rag.llm import ChatClient, LLMError
 from rag.words import alternation, every
 

@@ -35,13 +35,14 @@ from rag.embed import Embedder, load_embedder
 from rag.gate import GATE_RULES, NO_SUPPORT_TEST, Gated, SupportRule, gate
 from rag.judge import JUDGE_DIR, Judge, load_judge, rerank
 from rag.indexer import EMBED_GROUP, FileOutcome, Indexer, Progress, SyncReport, languages_of
-from rag.lexical import LANGUAGE_NAMES, question_language, word_rules
+from rag.lexical import LANGUAGE_NAMES, question_language
 from rag.llm import LLMError
 from rag.library import VISIBLE, DocRecord, Stamp, mark_index_dir
 from rag.queue import FolderWatcher, QueueItem
 from rag.fusion import question_weights
 from rag.search import FEEDBACK_RULE, SearchResult, Snapshot, hybrid_search
 from rag.settings import DEFAULT_THRESHOLD, Settings
+from rag.terms import word_rules
 from rag.uploads import HELD_DIR, HeldUpload, already_there, held, peek, release, save_upload
 from rag.viewer import Located, ViewerError, locate
 

@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from rag.followup import refers_back
-from rag.lexical import (MEASURES, acronyms, holds_value, identifier_numbers, is_code, number_tokens,
-                         question_names, question_terms)
+from rag.lexical import is_code
+from rag.terms import (MEASURES, acronyms, holds_value, identifier_numbers, number_tokens, question_names,
+                       question_terms)
 
 if TYPE_CHECKING:
     from rag.search import Snapshot

@@ -22,7 +22,8 @@ import re
 import unicodedata
 from typing import Sequence
 
-from rag.lexical import FUNCTION_WORDS, fold, is_code
+from rag.lexical import fold, is_code
+from rag.terms import FUNCTION_WORDS
 from rag.llm import ChatClient
 from rag.words import every
 

@@ -19,8 +19,8 @@ list's names), read with `setting`.
 
 Words come back as written, accents and capitals as in the file, in the file's order; `alternation` is the
 one way a list becomes a regular expression. What this module does not do: fold, stem or match words, nor
-decide what a list means (`rag.lexical`, `rag.followup`, `rag.answer` and `rag.chunk` do, each for the
-kinds it reads). Stopwords are not here: they come from bm25s, whose list each language names in its
+decide what a list means (`rag.lexical`, `rag.terms`, `rag.followup`, `rag.answer` and `rag.chunk` do, each
+for the kinds it reads). Stopwords are not here: they come from bm25s, whose list each language names in its
 `language` table.
 """
 

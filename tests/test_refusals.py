@@ -20,8 +20,9 @@ from rag.cli import main as cli
 from rag.calibration import evidence_distance
 from rag.explain import absent_text, off_subject_text, wordless_text
 from rag.gate import ABSENT, UNNAMED, WORDLESS
-from rag import lexical
-from rag.lexical import LexicalIndex, is_code, question_names, question_terms
+from rag import terms
+from rag.lexical import LexicalIndex, is_code
+from rag.terms import question_names, question_terms
 from rag.search import Candidate, SearchResult
 
 CAKE = "Qual é a receita do bolo de chocolate?"
@@ -991,7 +992,7 @@ def test_a_new_measure_word_recalibrates(make_engine, monkeypatch):
     engine = make_engine()
     before = engine.calibration_fingerprint()
     assert engine.calibration_fingerprint() == before  # the same rules, the same fingerprint
-    monkeypatch.setitem(lexical.MEASURES, "tarifa", "cost")
+    monkeypatch.setitem(terms.MEASURES, "tarifa", "cost")
     assert engine.calibration_fingerprint() != before
 
 

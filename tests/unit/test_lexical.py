@@ -1,13 +1,13 @@
-"""The question's word rules (`rag.lexical`) on hand-made questions and passages, no model: which numbers a
-question writes as names, which words ask for a measure and what holds a value of it, content words and
-language, in both languages and on edge inputs (empty, capitals, accents)."""
+"""The question's word rules (`rag.terms`; its language: `rag.lexical`) on hand-made questions and
+passages, no model: which numbers a question writes as names, which words ask for a measure and what holds
+a value of it, content words and language, in both languages and on edge inputs (empty, capitals, accents)."""
 
 from __future__ import annotations
 
 import pytest
 
-from rag.lexical import (MEASURES, holds_value, identifier_numbers, number_tokens, question_language,
-                         question_terms)
+from rag.lexical import question_language
+from rag.terms import MEASURES, holds_value, identifier_numbers, number_tokens, question_terms
 
 
 @pytest.mark.parametrize("question, names", [

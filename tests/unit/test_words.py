@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rag import lexical, words
+from rag import lexical, terms, words
 from rag.followup import is_followup, referred_words
 from rag.lexical import fold
 
@@ -37,8 +37,8 @@ def test_asking_words_do_not_repeat_the_function_words():
     # QUESTION_FILLER is the union of the two lists: a word in both would be a copy to drift.
     for lang in LANGS:
         assert not set(words.words(lang, "function_words")) & set(words.words(lang, "asking_words"))
-    assert lexical.FUNCTION_WORDS < lexical.QUESTION_FILLER
-    assert len(lexical.QUESTION_FILLER) == 228
+    assert terms.FUNCTION_WORDS < terms.QUESTION_FILLER
+    assert len(terms.QUESTION_FILLER) == 228
 
 
 def test_a_unit_is_of_one_kind_only():
@@ -105,25 +105,25 @@ def test_each_opener_opens_a_followup_in_capitals_too(opener):
 def test_each_measure_word_asks_for_a_value_of_its_kind(lang):
     for kind in words.groups("measures"):
         for w in words.words(lang, f"measures.{kind}"):
-            assert lexical.MEASURES[w] == kind
+            assert terms.MEASURES[w] == kind
 
 
 @pytest.mark.parametrize("unit", words.every("units.currency"))
 def test_each_currency_gives_a_price_and_a_quantity(unit):
-    assert lexical.holds_value("cost", f"It is 20 {unit}.")
-    assert lexical.identifier_numbers(f"Room 20 {unit}?") == []
+    assert terms.holds_value("cost", f"It is 20 {unit}.")
+    assert terms.identifier_numbers(f"Room 20 {unit}?") == []
 
 
 @pytest.mark.parametrize("unit", words.every("units.length") + words.every("units.area"))
 def test_each_length_or_area_gives_a_size_and_a_quantity(unit):
-    assert lexical.holds_value("size", f"It is 20 {unit}.")
-    assert lexical.identifier_numbers(f"Room 20 {unit}?") == []
+    assert terms.holds_value("size", f"It is 20 {unit}.")
+    assert terms.identifier_numbers(f"Room 20 {unit}?") == []
 
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_number_words_are_one_to_twelve(lang):
     assert len(words.words(lang, "number_words")) == 12
-    assert lexical.NUMBER_WORDS[lang] == list(words.words(lang, "number_words"))
+    assert terms.NUMBER_WORDS[lang] == list(words.words(lang, "number_words"))
 
 
 def test_demonstratives_point_at_the_next_word_in_both_languages():
