@@ -39,8 +39,8 @@ _ENVIRONMENT = {
 for _k, _v in _ENVIRONMENT.items():
     _os.environ.setdefault(_k, _v)
 
-from rag.answer import (Answer, ChosenSentence, ExtractiveGenerator, Generator, LLMGenerator,  # noqa: E402
-                        answer, build_prompt, make_generator)
+from rag.answer import Answer, ChosenSentence, ExtractiveGenerator, Generator, answer, make_generator  # noqa: E402
+from rag.prompt import LLMGenerator, build_prompt  # noqa: E402
 from rag.citations import NO_ANSWER_SENTENCE, Citation, CitationCheck, check_citations, locator  # noqa: E402
 from rag.followup import followup_query, is_followup  # noqa: E402
 from rag.chunk import Chunk, Strategy, chunk_document, strategy, unwrap  # noqa: E402

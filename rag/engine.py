@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from rag.answer import Answer, Generator, answer as run_answer, llm_client, make_generator
+from rag.answer import Answer, Generator, answer as run_answer, make_generator
 from rag.followup import followup_query, names_own_subject, rewrite_followup
 from rag.calibration import LANGUAGES as CALIBRATED_LANGUAGES, Calibration, calibrate, questions_digest, unrelated_questions
 from rag.chunk import strategy
@@ -37,6 +37,7 @@ from rag.judge import JUDGE_DIR, Judge, load_judge, rerank
 from rag.indexer import EMBED_GROUP, FileOutcome, Indexer, Progress, SyncReport, languages_of
 from rag.lexical import LANGUAGE_NAMES, question_language
 from rag.llm import LLMError
+from rag.prompt import llm_client
 from rag.library import VISIBLE, DocRecord, Stamp, mark_index_dir
 from rag.queue import FolderWatcher, QueueItem
 from rag.fusion import question_weights

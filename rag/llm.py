@@ -28,7 +28,7 @@ comment, and `data: [DONE]` ends the reply:
 >>> list(_sse_events(['data: {"a"', ':1}\\r\\n', ': keep-alive\\r\\n\\r\\ndata: [DO', 'NE]\\n\\n']))
 ['{"a":1}', '[DONE]']
 
-What it does not do: build prompts or judge answers (`rag.answer` and `rag.citations` do), retry, or
+What it does not do: build prompts or judge answers (`rag.prompt` and `rag.citations` do), retry, or
 keep connections open between requests.
 """
 
