@@ -69,7 +69,7 @@ class Citation:
 
 def locator(c: "Candidate") -> str:
     """Where a passage sits, for its citation: pages and section for a PDF, else the section (or title).
-    A PDF with no headings has a section per page, named "Page N" (rag.extract): said once, not twice."""
+    A PDF with no headings has a section per page, named "Page N" (rag.pdf): said once, not twice."""
     if c.page is not None:
         pages = f"p. {c.page}" if c.page_end in (None, c.page) else f"pp. {c.page}–{c.page_end}"
         own = c.section and c.section != f"Page {c.page}"

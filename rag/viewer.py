@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from rag.extract import _CONTROL, _drop_furniture, _join_continued, _page_break, extract_bytes
+from rag.extract import extract_bytes
+from rag.pdf import _CONTROL, _drop_furniture, _join_continued, _page_break
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points
 
@@ -194,7 +195,7 @@ def pdf_layout(data: bytes) -> tuple[str, list[tuple[int, Box] | None]]:
 
 
 def _normalise_tracked(text: str, boxes: list) -> tuple[str, list]:
-    """`rag.extract._normalise_block` applied to text whose characters carry boxes, keeping them aligned.
+    """`rag.pdf._normalise_block` applied to text whose characters carry boxes, keeping them aligned.
     NFC composition that changes the length cannot be tracked: the text then comes back unaligned (and
     `locate` finds the rebuilt text differs, and says so)."""
     nfc = unicodedata.normalize("NFC", text)

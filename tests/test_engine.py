@@ -159,7 +159,7 @@ def test_extractive_answer_is_made_of_quoted_sentences(sample_engine):
 
 
 def test_a_pdf_without_headings_is_cited_by_its_pages_once(make_engine, tmp_path):
-    # No outline and one font size: each page is a section named "Page N" (rag.extract). The citation says
+    # No outline and one font size: each page is a section named "Page N" (rag.pdf). The citation says
     # "p. 2", not "p. 2 · Page 2"; a PDF with headings still names its section beside the page.
     folder = tmp_path / "docs"
     folder.mkdir()

@@ -1,4 +1,4 @@
-"""rag/extract.py on hand-made files: Markdown, plain text and a real PDF written here with pymupdf."""
+"""rag/extract.py and rag/pdf.py on hand-made files: Markdown, plain text and a real PDF written here with pymupdf."""
 
 from __future__ import annotations
 
