@@ -438,15 +438,17 @@ def bare_encode(folder: Path, rels: list[str], batch: int = 256) -> dict:
     sys.path.insert(0, str(ROOT))
     t = time.perf_counter()
     import rag
+    from rag.chunk import chunk_document, strategy
     from rag.engine import doc_id_for
+    from rag.extract import extract
 
     embedder = rag.load_embedder()
     load_s = time.perf_counter() - t
-    how = rag.strategy("E", 512)
+    how = strategy("E", 512)
     texts = []
     for rel in rels:
-        doc = rag.extract(folder / rel, rel)
-        texts += [c.text for c in rag.chunk_document(doc, doc_id_for(rel), how)]
+        doc = extract(folder / rel, rel)
+        texts += [c.text for c in chunk_document(doc, doc_id_for(rel), how)]
     embedder.embed_batch(texts[:32])  # warm-up: the app's model was warm too
     t = time.perf_counter()
     for at in range(0, len(texts), batch):

@@ -10,9 +10,10 @@ The engine behind the app and the CLI. No Streamlit here. The front door:
     for c in turn.gated.citations:
         print(c.n, c.doc_name, c.locator, c.link, f"{c.distance:.3f}")
 
-Stages, one module each: extract -> chunk -> embed -> store (Chroma) + lexical (BM25) -> search ->
-gate (words for its verdicts: `explain`; `citations`) -> answer (generation; `citations` checks an answer's [n], `followup` handles
-follow-up questions). `library` keeps one record per document; `indexer` is the one writer of the store
+Stages, one module each: extract (PDFs: `pdf`) -> chunk -> embed -> store (Chroma) + lexical (BM25; the
+question's words: `terms`) -> search (`fusion` ranks both sides) -> gate (words for its verdicts: `explain`;
+`citations`) -> answer (generation; the LLM's prompt: `prompt`; `citations` checks an answer's [n],
+`followup` handles follow-up questions). `library` keeps one record per document; `indexer` is the one writer of the store
 and the library (`uploads` puts files into the folder); `engine` answers and is the front door.
 
 Measuring is not here: the lab (`lab/`, beside this package: needle runs, BEIR, statistics) measures the
@@ -39,38 +40,26 @@ _ENVIRONMENT = {
 for _k, _v in _ENVIRONMENT.items():
     _os.environ.setdefault(_k, _v)
 
-from rag.answer import Answer, ChosenSentence, ExtractiveGenerator, Generator, answer, make_generator  # noqa: E402
-from rag.prompt import LLMGenerator, build_prompt  # noqa: E402
-from rag.citations import NO_ANSWER_SENTENCE, Citation, CitationCheck, check_citations, locator  # noqa: E402
-from rag.followup import followup_query, is_followup  # noqa: E402
-from rag.chunk import Chunk, Strategy, chunk_document, strategy, unwrap  # noqa: E402
-from rag.embed import Embedder, count_tokens, load_embedder  # noqa: E402
-from rag.engine import Engine, LibraryStats, ThresholdChoice, Turn  # noqa: E402
-from rag.indexer import FileOutcome, SyncReport  # noqa: E402
-from rag.uploads import UploadConflict, UploadError, safe_name  # noqa: E402
-from rag.extract import ExtractionError, Extracted, extract, extract_bytes  # noqa: E402
-from rag.calibration import Calibration, LanguageCalibration  # noqa: E402
+from rag.answer import Answer, make_generator  # noqa: E402
+from rag.chunk import unwrap  # noqa: E402
+from rag.citations import Citation  # noqa: E402
+from rag.embed import Embedder, load_embedder  # noqa: E402
+from rag.engine import Engine  # noqa: E402
+from rag.explain import Markup, ceiled, evidence_rule, explain, floored  # noqa: E402
 from rag.gate import (CAPPED, DISTANCE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, SUPPORT,  # noqa: E402
                       UNSUPPORTED, Gated, SupportRule, gate)
-from rag.explain import Explanation, Markup, ceiled, evidence_rule, explain, floored, quoted, refusal_text  # noqa: E402
-from rag.judge import Judge, load_judge  # noqa: E402
-from rag.library import DocRecord, Stamp  # noqa: E402
-from rag.llm import ChatClient, LLMError  # noqa: E402
-from rag.fusion import Fused, fuse, rrf  # noqa: E402
 from rag.search import Candidate, SearchResult  # noqa: E402
 from rag.settings import Settings, load_settings  # noqa: E402
-from rag.store import StoreError  # noqa: E402
-from rag.viewer import Located, Mark, ViewerError  # noqa: E402
+from rag.uploads import UploadConflict, UploadError  # noqa: E402
+from rag.viewer import Located, ViewerError  # noqa: E402
 
+# What the app and a script need: the engine and its settings, the gate's verdicts and their words, and the
+# types an answer is made of. Everything else is imported from its module (`from rag.fusion import rrf`).
 __all__ = [
-    "NO_ANSWER_SENTENCE", "ChatClient", "CitationCheck", "LLMError", "LLMGenerator", "build_prompt",
-    "check_citations", "followup_query", "is_followup", "make_generator",
-    "Calibration", "DISTANCE", "EMPTY", "LanguageCalibration", "SUPPORT", "SupportRule", "ThresholdChoice",
-    "UNSUPPORTED", "OFF_SUBJECT", "JUDGE", "JUDGED_OUT", "Judge", "load_judge", "evidence_rule", "Markup", "Located", "Mark", "ViewerError",
-    "Answer", "CAPPED", "Candidate", "ChosenSentence", "Chunk", "Citation", "DocRecord", "Embedder", "Engine",
-    "ExtractionError", "Extracted", "ExtractiveGenerator", "FileOutcome", "ceiled", "floored", "locator", "quoted", "Gated", "Generator", "KEPT",
-    "LibraryStats", "OVER", "SearchResult", "Settings", "Stamp", "StoreError", "Strategy", "SyncReport", "Turn",
-    "UploadConflict", "UploadError", "answer", "chunk_document", "count_tokens", "extract", "extract_bytes", "gate",
-    "load_embedder", "load_settings", "refusal_text", "rrf", "safe_name", "strategy", "unwrap", "Fused", "fuse",
-    "Explanation", "explain",
+    "Engine", "Settings", "load_settings", "Embedder", "load_embedder", "make_generator",
+    "gate", "Gated", "SupportRule", "CAPPED", "DISTANCE", "EMPTY", "JUDGE", "JUDGED_OUT", "KEPT", "OFF_SUBJECT",
+    "OVER", "SUPPORT", "UNSUPPORTED",
+    "explain", "evidence_rule", "Markup", "ceiled", "floored",
+    "Answer", "Candidate", "Citation", "SearchResult", "unwrap", "Located", "ViewerError", "UploadConflict",
+    "UploadError",
 ]

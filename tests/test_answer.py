@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 import rag
-from rag import NO_ANSWER_SENTENCE, check_citations, gate, is_followup
+from rag import gate
 from ui import linkify
 from rag.answer import ANSWER_RULE, EVERY_SENTENCE, Answer, AnswerRule, ChosenSentence, ExtractiveGenerator
-from rag.citations import answer_sentences
+from rag.citations import NO_ANSWER_SENTENCE, answer_sentences, check_citations
+from rag.followup import followup_query, is_followup
 from tests.conftest import CountingGenerator
 
 NEEDLES = Path(__file__).resolve().parent.parent / "bench" / "sample_needles.jsonl"
@@ -174,9 +175,9 @@ def test_followup_rule():
         assert not is_followup(q), q
     # None of the sample folder's standalone questions is taken for a follow-up.
     assert [r["question"] for r in _needles() if is_followup(r["question"])] == []
-    assert rag.followup_query("and for PDFs?", []) is None
-    assert rag.followup_query("What does ERR-4017 mean?", ["How big can an upload be?"]) is None
-    assert rag.followup_query("and for PDFs?", ["How big can an upload be?"]) == "How big can an upload be? and for PDFs?"
+    assert followup_query("and for PDFs?", []) is None
+    assert followup_query("What does ERR-4017 mean?", ["How big can an upload be?"]) is None
+    assert followup_query("and for PDFs?", ["How big can an upload be?"]) == "How big can an upload be? and for PDFs?"
 
 
 @pytest.mark.parametrize("previous, followup, standalone", [

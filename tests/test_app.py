@@ -19,6 +19,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import rag
+from rag.explain import refusal_text
 from tests.conftest import threshold_slider
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -203,7 +204,7 @@ def test_slider_regates_without_searching_again(engine):
 
     threshold_slider(at).set_value(0.0).run()
     assert not at.exception, at.exception
-    assert [t.value for t in at.text] == [rag.refusal_text(0.0, QUESTION)]  # the engine's text, exactly
+    assert [t.value for t in at.text] == [refusal_text(0.0, QUESTION)]  # the engine's text, exactly
     assert citations(at) == []
     texts = markdowns(at)
     assert any(f"cosine distance **{closest:.3f}**" in m and m.startswith("Closest candidate: **getting-started.md**")

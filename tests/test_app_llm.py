@@ -18,6 +18,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import rag
+from rag.citations import NO_ANSWER_SENTENCE
+from rag.embed import count_tokens
 from tests.conftest import threshold_slider
 from tests.test_llm import FakeLLM, Reply, closed_port_url
 
@@ -106,7 +108,7 @@ def test_streamed_reply_is_shown_with_links_and_prompt_tokens(llm):
     # The pieces as streamed, joined, are the answer on the page; [1] links to the first citation card.
     assert re.sub(r"\(viewer\?[^)]+\)", "", plain(answer_md(at))) == "A single upload may be at most 50 MB [[1]]."
     assert 1 in cards(at) and '<span id="cite-1-1"></span>' in [m.value for m in at.markdown]
-    tokens = rag.count_tokens(system["content"]) + rag.count_tokens(user["content"])
+    tokens = count_tokens(system["content"]) + count_tokens(user["content"])
     assert f"prompt {tokens} tokens (tiktoken)" in [c.value for c in at.caption]
     assert not reply(at).warning and not reply(at).info  # no flags, no note
     assert any(c.value.startswith("search ") and " llm answer " in c.value for c in at.caption)
@@ -132,7 +134,7 @@ def test_the_refusal_sentence_shows_as_a_refusal_with_the_sources_read(llm):
     at = ask(UPLOAD_Q, threshold=1.5)
     msg = reply(at)
     assert any("refused" in m.value and "the LLM found no answer" in m.value for m in msg.markdown)
-    assert plain(answer_md(at)) == rag.NO_ANSWER_SENTENCE
+    assert plain(answer_md(at)) == NO_ANSWER_SENTENCE
     k = len(cards(at))
     assert k >= 2 and cards(at) == list(range(1, k + 1))
     assert [plain(i.value) for i in msg.info] == [f"the LLM read sources 1\u2013{k} and found no answer in them"]

@@ -18,12 +18,14 @@ from pathlib import Path
 import pytest
 
 import rag
-from rag import Engine, gate, load_settings, rrf
+from rag import Engine, gate, load_settings
 from rag.cli import main as cli_main
 from lab.beir import beir_chunks, beir_snapshot, cached_vectors, load_beir, run_beir
 from lab.evaluate import check_needles, evaluate_needles
 from lab.metrics import first_rank, ndcg_at, recall_at, reciprocal_rank, sign_test, wilson
+from rag.chunk import strategy
 from rag.diagnosis import CAPPED_OUT, CHUNKING, CITED, EXTRACTION, GATED, RANKS, why_not_found
+from rag.fusion import rrf
 from rag.lexical import question_language
 from rag.needles import Question, contains, load_questions, save_question
 from rag.search import hybrid_search
@@ -322,7 +324,7 @@ def test_beir_run_on_a_small_benchmark(tmp_path, embedder):
     # The hybrid column is the app's search over the same snapshot: its documents, best chunk first.
     settings = load_settings(config=tmp_path / "none.toml", env={}, candidates=10)
     data = load_beir(tmp_path)
-    ch = beir_chunks(data, rag.strategy("E", settings.chunk_budget))
+    ch = beir_chunks(data, strategy("E", settings.chunk_budget))
     vectors, _, _ = cached_vectors(embedder, ch.texts, None, "unused")
     snap = beir_snapshot(data, ch, vectors, settings)
     result = hybrid_search("coffee and sleep", embedder=embedder, snapshot=snap, settings=settings)

@@ -23,8 +23,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import rag
-from rag import ExtractionError, UploadError, extract_bytes, safe_name
+from rag import UploadError
 from rag.chunk import chunk_document
+from rag.extract import ExtractionError, extract_bytes
+from rag.store import StoreError
+from rag.uploads import safe_name
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -426,7 +429,7 @@ def test_server_killed_mid_session_gives_a_clear_error_and_recovers(make_engine,
         # writing needs the server, and says so plainly.
         assert engine.search("relief valve R-003").candidates[0].doc_name == "a.md"
         (folder / "b.md").write_text(doc_text(4))
-        with pytest.raises(rag.StoreError, match=f"Chroma server at 127.0.0.1:{port}.*chroma run"):
+        with pytest.raises(StoreError, match=f"Chroma server at 127.0.0.1:{port}.*chroma run"):
             engine.index_files(["b.md"])
         proc = start_server(tmp_path / "chroma-db", port)
         engine.index_files(["b.md"])  # same engine, same data, once the server is back

@@ -19,10 +19,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-import rag
 from ui import linkify
-from rag import (NO_ANSWER_SENTENCE, ChatClient, Engine, ExtractiveGenerator, LLMError, LLMGenerator,
-                 build_prompt, count_tokens, gate, load_settings, make_generator)
+from rag import Engine, gate, load_settings, make_generator
+from rag.answer import ExtractiveGenerator, answer
+from rag.citations import NO_ANSWER_SENTENCE
+from rag.embed import count_tokens
+from rag.llm import ChatClient, LLMError
+from rag.prompt import LLMGenerator, build_prompt
 
 SECRET = "sk-test-0123456789abcdef"  # a made-up API key; it must never show up outside the header
 
@@ -155,7 +158,7 @@ def test_request_carries_delimited_sources_and_question_and_streams(llm, upload_
         shown.append(piece)
         go_on.set()  # the server sends the rest only once the first piece reached us
 
-    a = rag.answer(upload_gated, llm_generator(llm.url, embedder), on_text=on_text)
+    a = answer(upload_gated, llm_generator(llm.url, embedder), on_text=on_text)
     assert llm.client_saw_first_piece is True  # streamed, not buffered until the end
     assert shown == ["A single upload ", "may be at most ", "50 MB [1]."]
     assert a.text == "A single upload may be at most 50 MB [1]." and a.mode == "llm" and not a.refused
@@ -185,7 +188,7 @@ def test_request_carries_delimited_sources_and_question_and_streams(llm, upload_
 def test_out_of_range_number_and_uncited_sentence_are_flagged(llm, upload_gated, embedder):
     llm.replies.append(Reply(["A single upload may be at most 50 MB [1]. ",
                               "A PDF may have at most 2,000 pages [7]. ", "Bigger files are fine."]))
-    a = rag.answer(upload_gated, llm_generator(llm.url, embedder))
+    a = answer(upload_gated, llm_generator(llm.url, embedder))
     assert a.mode == "llm" and not a.refused
     assert a.check.out_of_range == (7,) and a.check.cited == (1,)
     assert a.check.uncited == ("Bigger files are fine.",)
@@ -198,22 +201,22 @@ def test_out_of_range_number_and_uncited_sentence_are_flagged(llm, upload_gated,
 
 def test_the_refusal_sentence_is_shown_as_a_refusal(llm, upload_gated, embedder):
     llm.replies.append(Reply(["The documents do ", "not contain ", "the answer."]))
-    a = rag.answer(upload_gated, llm_generator(llm.url, embedder))
+    a = answer(upload_gated, llm_generator(llm.url, embedder))
     assert a.refused and a.mode == "llm" and a.text == NO_ANSWER_SENTENCE
     assert a.flags == [] and "found no answer" in a.note and "1\u20134" in a.note
     # The sentence with something else around it is not a refusal, and says so.
     llm.replies.append(Reply([f"{NO_ANSWER_SENTENCE} Uploads may be 50 MB [1]."]))
-    b = rag.answer(upload_gated, llm_generator(llm.url, embedder))
+    b = answer(upload_gated, llm_generator(llm.url, embedder))
     assert not b.refused and any("no-answer sentence" in f for f in b.flags)
 
 
 def test_a_server_that_is_down_gives_a_clear_message_and_the_extractive_answer(upload_gated, embedder):
     url = closed_port_url()
-    a = rag.answer(upload_gated, llm_generator(url, embedder))
+    a = answer(upload_gated, llm_generator(url, embedder))
     assert a.note == f"could not reach the LLM server at {url}: connection refused (is the server running?); " \
                      f"showing the extractive answer"
     assert a.mode == "extractive" and not a.refused and a.prompt_tokens is None
-    expected = rag.answer(upload_gated, ExtractiveGenerator(embedder))
+    expected = answer(upload_gated, ExtractiveGenerator(embedder))
     assert a.text == expected.text and a.chosen == expected.chosen and a.flags == []
 
 
@@ -221,13 +224,13 @@ def test_http_errors_and_timeouts_are_clear_and_never_show_the_key(llm, upload_g
     caplog.set_level(logging.DEBUG)
     # A server that echoes the key back in its error body.
     llm.replies.append(Reply(status=401, body=json.dumps({"error": {"message": f"bad key {SECRET}"}})))
-    a = rag.answer(upload_gated, llm_generator(llm.url, embedder))
+    a = answer(upload_gated, llm_generator(llm.url, embedder))
     assert a.note.startswith(f"could not reach the LLM server at {llm.url}: HTTP 401")
     assert "llm_api_key" in a.note and a.mode == "extractive"
     assert llm.posts()[0]["headers"]["Authorization"] == f"Bearer {SECRET}"  # sent where it belongs
     # A server that accepts and then says nothing for longer than the timeout (it would answer later).
     llm.replies.append(Reply(["late [1]."], hang_s=1.5))
-    b = rag.answer(upload_gated, llm_generator(llm.url, embedder, timeout_s=0.4))
+    b = answer(upload_gated, llm_generator(llm.url, embedder, timeout_s=0.4))
     assert b.mode == "extractive" and "late" not in b.text
     assert b.note == f"could not reach the LLM server at {llm.url}: no reply within 0.4 s (llm_timeout_s); " \
                      f"showing the extractive answer"
@@ -294,7 +297,7 @@ def test_context_cap_leaves_out_the_lowest_ranked_sources(llm, upload_gated, emb
     # Through answer(): the note says what was left out, and citing a left-out source is flagged.
     gen = llm_generator(llm.url, embedder, context_tokens=cap)
     llm.replies.append(Reply([f"Uploads may be at most 50 MB [1][{p.dropped[-1]}]."]))
-    a = rag.answer(upload_gated, gen)
+    a = answer(upload_gated, gen)
     assert a.prompt_tokens == p.tokens and "llm_context_tokens" in a.note
     assert upload_gated.citations[-1].doc_name in a.note and a.check.out_of_range == (p.dropped[-1],)
     sent = llm.posts()[0]["body"]["messages"][1]["content"]

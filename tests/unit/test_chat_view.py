@@ -14,6 +14,8 @@ import pytest
 import chat_view as view
 import rag
 from rag.answer import ChosenSentence
+from rag.citations import NO_ANSWER_SENTENCE
+from rag.explain import refusal_text
 
 RULE = rag.SupportRule(0.5, close=0.3, close_support=0.2)
 
@@ -80,7 +82,7 @@ def test_refusal_names_the_closest_candidate_and_the_threshold_that_would_let_it
     gated = rag.gate(res, 0.0, 4, RULE)
     refusal = view.refusal_lines(gated, indexing=0)
     assert refusal.header == ":orange-badge[:material/block: refused] " + gated.reason
-    assert refusal.text == rag.refusal_text(0.0, res.question)
+    assert refusal.text == refusal_text(0.0, res.question)
     closest, need = map(plain, refusal.lines)
     assert closest.startswith("Closest candidate: **getting-started.md** · Setup at cosine distance **0.620**.")
     assert need == ("A threshold of **0.620** would let **getting-started.md** through (the nearest passage "
@@ -157,7 +159,7 @@ def test_headings_captions_and_the_chosen_sentences():
     assert chosen.startswith("**Sentences chosen for the answer**: the 2 sentences of the kept passages")
     assert re.findall(r"\(rank (\d)\) · source \*\*\[1\]\*\* · (.*)$", chosen, re.M) == [("2", "First one\\."),
                                                                                        ("1", "Second\\.")]
-    assert view.llm_refused(rag.Answer(rag.NO_ANSWER_SENTENCE, True, "llm"))
+    assert view.llm_refused(rag.Answer(NO_ANSWER_SENTENCE, True, "llm"))
     assert not view.llm_refused(rag.Answer("x", True, "refusal"))
 
 

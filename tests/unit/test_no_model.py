@@ -8,6 +8,7 @@ import pytest
 
 import rag
 import rag.engine
+import rag.judge
 from tests.unit.no_model import ModelLoaded
 
 
@@ -15,9 +16,9 @@ from tests.unit.no_model import ModelLoaded
     (lambda: rag.load_embedder(), "rag.embed.load_embedder"),
     (lambda: rag.embed.load_embedder("all-MiniLM-L6-v2"), "rag.embed.load_embedder"),
     (lambda: rag.engine.load_embedder(), "rag.embed.load_embedder"),
-    (lambda: rag.load_judge(), "rag.judge.load_judge"),
+    (lambda: rag.judge.load_judge(), "rag.judge.load_judge"),
     (lambda: rag.engine.load_judge("anywhere"), "rag.judge.load_judge"),
-    (lambda: rag.Judge(), "rag.judge.Judge.__init__"),
+    (lambda: rag.judge.Judge(), "rag.judge.Judge.__init__"),
 ])
 def test_every_name_of_a_loader_refuses(no_model, load, name):
     with pytest.raises(ModelLoaded, match="loads no model"):

@@ -11,6 +11,7 @@ import pytest
 
 import rag
 import chat_view as view
+from rag.answer import answer
 from rag.cli import print_turn, turn_to_json
 from rag.engine import Turn
 from rag.explain import LOST_HINT
@@ -53,7 +54,7 @@ def test_chat_cli_and_json_say_the_same_lines(case):
     assert chat.text == plain.refusal == gated.refusal
     assert [unmarked(line) for line in chat.lines] == [plain.closest, plain.threshold]
 
-    turn = Turn(result.question, result, gated, rag.answer(gated, None))
+    turn = Turn(result.question, result, gated, answer(gated, None))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         print_turn(turn)
