@@ -35,6 +35,7 @@ def doc_text(i: int) -> str:
 
 # --- concurrency ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_two_uploaders_and_an_asker_at_once(store_engine, tmp_path):
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -83,6 +84,7 @@ def test_two_uploaders_and_an_asker_at_once(store_engine, tmp_path):
     assert len({c.id for c in engine.snapshot.chunks}) == len(engine.snapshot.chunks) == engine.store.count()
 
 
+@pytest.mark.slow
 def test_one_writer_at_a_time_across_processes_and_a_reader_in_another(store_engine, tmp_path):
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -326,6 +328,7 @@ def test_names_equal_up_to_case_or_normalisation_ask_before_overwriting(make_eng
     assert len(list((tmp_path / "docs").iterdir())) == 1
 
 
+@pytest.mark.slow
 def test_huge_line_nested_markdown_and_page_limits(make_engine, tmp_path):
     folder = tmp_path / "docs"
     folder.mkdir()
