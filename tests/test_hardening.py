@@ -115,6 +115,7 @@ def test_one_writer_at_a_time_across_processes_and_a_reader_in_another(store_eng
     assert "indexed   new.md" in out
 
 
+@pytest.mark.slow
 def test_index_progress_into_a_pipe_is_whole_lines(tmp_path, capsys):
     # A log file of `rag index 2> log` held "\r[....] 0/2" glued to the next state: a terminal's redraw.
     from rag.cli import main
