@@ -1,4 +1,4 @@
-# Two commands do all the set-up on a fresh machine (Python 3.11, Linux):
+# Two commands do all the set-up on a fresh machine (Python 3.11, Linux), a third checks a change quickly:
 #   make app    installs, indexes the sample folder (data/) and starts the app on http://127.0.0.1:8501
 #   make test   installs (with the test tools and a headless Chromium) and runs the whole test suite
 #   make check  installs (no browser) and runs the fast tier: tests/unit and the doctests of rag/, lab/ and the app's pure modules,

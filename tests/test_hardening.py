@@ -38,6 +38,7 @@ def doc_text(i: int) -> str:
 
 # --- concurrency ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_two_uploaders_and_an_asker_at_once(store_engine, tmp_path):
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -86,6 +87,7 @@ def test_two_uploaders_and_an_asker_at_once(store_engine, tmp_path):
     assert len({c.id for c in engine.snapshot.chunks}) == len(engine.snapshot.chunks) == engine.store.count()
 
 
+@pytest.mark.slow
 def test_one_writer_at_a_time_across_processes_and_a_reader_in_another(store_engine, tmp_path):
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -116,6 +118,7 @@ def test_one_writer_at_a_time_across_processes_and_a_reader_in_another(store_eng
     assert "indexed   new.md" in out
 
 
+@pytest.mark.slow
 def test_index_progress_into_a_pipe_is_whole_lines(tmp_path, capsys):
     # A log file of `rag index 2> log` held "\r[....] 0/2" glued to the next state: a terminal's redraw.
     from rag.cli import main
@@ -329,6 +332,7 @@ def test_names_equal_up_to_case_or_normalisation_ask_before_overwriting(make_eng
     assert len(list((tmp_path / "docs").iterdir())) == 1
 
 
+@pytest.mark.slow
 def test_huge_line_nested_markdown_and_page_limits(make_engine, tmp_path):
     folder = tmp_path / "docs"
     folder.mkdir()

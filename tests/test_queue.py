@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 
 from rag.engine import doc_id_for
 from rag.queue import CANCELLED, EMBEDDING, INDEXED, QUEUED, REMOVED
@@ -177,6 +178,7 @@ print(json.dumps({"items": {i.path: [i.state, i.runs] for i in engine.queue.item
 """
 
 
+@pytest.mark.slow
 def test_killed_with_files_queued_and_one_half_indexed_the_restart_indexes_each_file_once(tmp_path):
     import sqlite3
 

@@ -43,6 +43,7 @@ class Guard:
     def __init__(self, patch: pytest.MonkeyPatch):
         self._patch = patch
         self._waiting: dict[str, list[str]] = {}  # module not imported yet -> attributes to patch on import
+        self._watching = False  # whether this guard's finder is on sys.meta_path
         self.loads: list[str] = []
 
     def protect(self, module: str, attribute: str) -> None:
@@ -50,8 +51,9 @@ class Guard:
         if module in sys.modules:
             self._replace(sys.modules[module], module, attribute)
             return
-        if not self._waiting:
+        if not self._watching:
             self._patch.setattr(sys, "meta_path", [_OnImport(self), *sys.meta_path])
+            self._watching = True
         self._waiting.setdefault(module, []).append(attribute)
 
     def _imported(self, module: str) -> None:
