@@ -577,43 +577,6 @@ def test_an_answer_whose_passages_never_mention_a_question_word_names_it(engine)
     assert sum("The quoted passages never mention" in plain(c.value) for c in at.caption) == 1
 
 
-def test_an_upload_reply_survives_the_start_of_a_run_and_is_sent_once():
-    """The reply telling the browser where to upload a dropped file outlives the queue clearing a new run
-    does (a question asked at the moment of a drop); Streamlit's own clear drops it, which is why. Once
-    flushed to the browser it is gone: kept after a flush, it was sent again after every send, 14 times a
-    second for as long as the page stayed open (seen in the browser's console in a hands-on trial)."""
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-    from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
-
-    def queue_with_reply() -> ForwardMsgQueue:
-        q = ForwardMsgQueue()
-        reply = ForwardMsg()
-        reply.file_urls_response.response_id = "drop-1"
-        q.enqueue(reply)
-        done = ForwardMsg()
-        done.script_finished = ForwardMsg.FINISHED_SUCCESSFULLY
-        q.enqueue(done)
-        return q
-
-    def replies(q: ForwardMsgQueue) -> list[str]:
-        return [m.file_urls_response.response_id for m in q.flush() if m.WhichOneof("type") == "file_urls_response"]
-
-    ui_files.keep_upload_replies()
-    ui_files.keep_upload_replies()  # once is enough; twice does not wrap twice
-    clear = ForwardMsgQueue.clear
-    assert clear.keeps_upload_replies and not getattr(clear.original, "keeps_upload_replies", False)
-    q = queue_with_reply()
-    q.clear(retain_lifecycle_msgs=True)  # a run starts
-    assert replies(q) == ["drop-1"]  # sent to the browser
-    assert q.is_empty() and replies(q) == []  # and never again
-    q = queue_with_reply()
-    clear.original(q, retain_lifecycle_msgs=True)
-    assert replies(q) == []  # what Streamlit alone does
-    q = queue_with_reply()
-    q.clear()  # a plain clear is Streamlit's own
-    assert q.is_empty()
-
-
 def test_a_reload_keeps_the_chat_and_a_new_chat_starts_afresh(engine, tmp_path):
     """A reload is a new Streamlit session with the same URL: the chat named in it (`?chat=`) comes back
     with its turns, its folder and the threshold its person set; "New chat" gets a new id."""

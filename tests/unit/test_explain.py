@@ -6,19 +6,10 @@ import pytest
 
 from rag.explain import LOST_HINT, explain, passing_threshold
 from rag.gate import KEPT, SupportRule, gate
-from rag.search import Candidate, SearchResult
+from tests.unit.made import result, row
 
 RULE = SupportRule(min_support=0.5, close=0.3, close_support=0.2)
 JUDGE_RULE = SupportRule(0.5, judge_cut=0.5, judge_rules=("names",), judge_lang="en")
-
-
-def row(n: int, distance: float, **fields) -> Candidate:
-    return Candidate(f"c{n}", f"d{n}", f"doc{n}.md", "", f"Section {n}", f"passage {n}", 0, 10, None, None,
-                     "text", n, 1.0 / n, distance, n, n, 1.0, **fields)
-
-
-def result(*rows: Candidate, question: str = "q", **fields) -> SearchResult:
-    return SearchResult(question, fields.pop("query", question), list(rows), {}, **fields)
 
 
 def test_the_threshold_printed_really_lets_the_passage_through():

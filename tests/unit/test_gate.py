@@ -6,18 +6,9 @@ import math
 
 from rag.gate import (ABSENT, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, SUPPORT,
                       UNNAMED, UNSUPPORTED, WORDLESS, WORDS, SupportRule, gate)
-from rag.search import Candidate, SearchResult
+from tests.unit.made import result, row
 
 RULE = SupportRule(min_support=0.5, close=0.3, close_support=0.2)
-
-
-def row(n: int, distance: float, **fields) -> Candidate:
-    return Candidate(f"c{n}", f"d{n}", f"doc{n}.md", "", f"Section {n}", f"passage {n}", 0, 10, None, None,
-                     "text", n, 1.0 / n, distance, n, n, 1.0, **fields)
-
-
-def result(*rows: Candidate, question: str = "q", **fields) -> SearchResult:
-    return SearchResult(question, fields.pop("query", question), list(rows), {}, **fields)
 
 
 def test_nothing_searched_is_an_empty_refusal():
