@@ -32,11 +32,11 @@ ORIGINAL = lx.analyze
 def variant(joined=True, stop=True, stem=True):
     def analyze(text, lang):
         lang = lang if lang in lx.LANGUAGES else "en"
-        sw = lx._stopwords(lang) if stop else frozenset()
+        sw = lx.stop_words(lang) if stop else frozenset()
         out = []
-        for m in lx._TOKEN.finditer(lx.fold(text)):
+        for m in lx.TOKEN.finditer(lx.fold(text)):
             tok = m.group()
-            parts = lx._PART.findall(tok)
+            parts = lx.WORD_PART.findall(tok)
             if joined and len(parts) > 1:
                 out.append(tok)
             out.extend((lx._stem(p, lang) if stem else p) for p in parts if p not in sw)

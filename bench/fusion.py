@@ -234,16 +234,16 @@ def _variant_analyzer(stop: bool = True, stem: bool = True, fold_accents: bool =
     """The app's analyzer (rag.lexical.analyze) with one step switched off."""
     import unicodedata
 
-    from rag.lexical import _PART, _TOKEN, _stem, _stopwords, fold
+    from rag.lexical import TOKEN, WORD_PART, _stem, fold, stop_words
 
     def analyze_v(text: str, lang: str) -> list[str]:
         lang = lang if lang in ("en", "pt") else "en"
-        words = _stopwords(lang) if stop else frozenset()
+        words = stop_words(lang) if stop else frozenset()
         low = fold(text) if fold_accents else unicodedata.normalize("NFC", text.lower())
         out = []
-        for m in _TOKEN.finditer(low):
+        for m in TOKEN.finditer(low):
             tok = m.group()
-            parts = _PART.findall(tok)
+            parts = WORD_PART.findall(tok)
             if codes and len(parts) > 1:
                 out.append(tok)
             for q in parts:

@@ -68,7 +68,7 @@ import rag  # noqa: E402
 from rag import load_settings  # noqa: E402
 from rag.calibration import KINDS, _just_under, choose_threshold, question_kinds, unrelated_questions  # noqa: E402
 from rag.chunk import sentences  # noqa: E402
-from rag.lexical import _TOKEN, _stopwords, fold, term_tokens  # noqa: E402
+from rag.lexical import TOKEN, fold, stop_words, term_tokens  # noqa: E402
 from rag.needles import contains, load_questions  # noqa: E402
 from rag.search import hybrid_search  # noqa: E402
 from rag.terms import QUESTION_FILLER  # noqa: E402
@@ -108,7 +108,7 @@ def dump(out: Path, squad: Path) -> None:
     folders = [("sample", ROOT / "data", [ROOT / "bench" / f for f in SAMPLE_SETS]),
                ("squad-en", squad / "en" / "docs", [squad / "en" / "questions.jsonl"]),
                ("squad-pt", squad / "pt" / "docs", [squad / "pt" / "questions.jsonl"])]
-    stop = _stopwords("en") | _stopwords("pt") | QUESTION_FILLER
+    stop = stop_words("en") | stop_words("pt") | QUESTION_FILLER
     for name, folder, files in folders:
         settings = load_settings(config=out / "none.toml", env={}, folder=folder, index_dir=out / f"idx-{name}")
         engine = rag.Engine(settings, embedder=embedder)
@@ -138,7 +138,7 @@ def dump(out: Path, squad: Path) -> None:
         by_chunk: dict[str, list] = {}
         for cid, v in zip(owner, embedder.embed_batch(sents)):
             by_chunk.setdefault(cid, []).append(v)
-        words = {cid: sorted({w for w in (m.group() for m in _TOKEN.finditer(t.lower()))
+        words = {cid: sorted({w for w in (m.group() for m in TOKEN.finditer(t.lower()))
                               if len(w) > 2 and fold(w) not in stop}) for cid, t in chunks.items()}
         vocab = sorted({w for ws in words.values() for w in ws} | {t for s in searched for t in s["terms"]})
         wv = dict(zip(vocab, embedder.embed_batch(vocab)))
@@ -246,7 +246,7 @@ _ASKS_TYPE = {"what", "which", "que", "qual", "quais", "quanto", "quanta", "quan
 def _answer_types(question: str) -> frozenset[str]:
     """The word naming the kind of answer asked for, right after "what"/"which" ("what percentage", "which
     country", "em que data"), and "name" of "the name of": the passage holds the answer, not that word."""
-    toks = [m.group() for m in _TOKEN.finditer(question.lower())]
+    toks = [m.group() for m in TOKEN.finditer(question.lower())]
     out = {b for a, b in zip(toks, toks[1:]) if a in _ASKS_TYPE}
     return frozenset(out | ({"name", "nome"} & set(toks)))
 

@@ -135,7 +135,7 @@ def _markdown_parser() -> MarkdownIt:
     return MarkdownIt("commonmark").disable(["inline", "text_join"])
 
 
-def _clean_heading(text: str) -> str:
+def clean_heading(text: str) -> str:
     # Headings go into chunk headers: keep them short and free of Markdown decoration.
     text = re.sub(r"[*_`]+", "", text)
     text = " ".join(text.split())  # a setext heading may span several lines
@@ -180,7 +180,7 @@ def _extract_markdown(text: str, name: str) -> Extracted:
     if front:
         fm_lines, meta = front
         if isinstance(meta.get("title"), str):
-            fm_title = _clean_heading(meta["title"])
+            fm_title = clean_heading(meta["title"])
     body_from = offset(fm_lines)  # the front matter, if any, is in the text but in no section
 
     headings: list[tuple[int, int, int, str]] = []  # (first line start, body start after it, level, text)
@@ -189,7 +189,7 @@ def _extract_markdown(text: str, name: str) -> Extracted:
         # Top-level headings only: a heading inside a quote or a list item is part of that block.
         if tok.type != "heading_open" or tok.level != 0 or not tok.map:
             continue
-        heading = _clean_heading(tokens[i + 1].content if i + 1 < len(tokens) else "")
+        heading = clean_heading(tokens[i + 1].content if i + 1 < len(tokens) else "")
         if not heading:  # an empty `#` line stays text, as it reads
             continue
         first, after = tok.map[0] + fm_lines, tok.map[1] + fm_lines
@@ -200,7 +200,7 @@ def _extract_markdown(text: str, name: str) -> Extracted:
         if fm_title:
             title, body = fm_title, body_from
         else:
-            title, rel = _title_from_first_line(text[body_from:], name)
+            title, rel = title_from_first_line(text[body_from:], name)
             body = body_from + rel
         return Extracted(name=name, kind="md", title=title, text=text, sections=[Section(body, len(text), ())],
                          version=EXTRACTOR_VERSIONS["md"])
@@ -223,7 +223,7 @@ def _extract_markdown(text: str, name: str) -> Extracted:
     return Extracted(name=name, kind="md", title=title, text=text, sections=sections, version=EXTRACTOR_VERSIONS["md"])
 
 
-def _title_from_first_line(text: str, name: str) -> tuple[str, int]:
+def title_from_first_line(text: str, name: str) -> tuple[str, int]:
     """(title, offset where the body starts). A title is a short first line; never a paragraph."""
     stripped = text.lstrip("\n")
     lead = len(text) - len(stripped)
@@ -232,12 +232,12 @@ def _title_from_first_line(text: str, name: str) -> tuple[str, int]:
     # A short line standing alone (followed by a blank line, or the rest) reads as a title.
     if line and len(line) <= TITLE_MAX and sep and rest.strip() and (rest.startswith("\n") or len(line) <= 60) \
             and not line.endswith((".", ",", ";", ":")):
-        return _clean_heading(line), lead + len(first) + 1
+        return clean_heading(line), lead + len(first) + 1
     return Path(name).stem.replace("_", " ").replace("-", " ").strip() or Path(name).name, 0
 
 
 def _extract_plain(text: str, name: str, kind: str = "txt") -> Extracted:
-    title, body = _title_from_first_line(text, name)
+    title, body = title_from_first_line(text, name)
     sections, start, path = [], body, ()
     for a, b, heading in _plain_headings(text, body):
         if text[start:a].strip():

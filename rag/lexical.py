@@ -32,8 +32,8 @@ from rag.words import words as word_list
 
 LANGUAGE_NAMES = {lang: setting(lang, "name") for lang in LANGUAGES}
 _STEMMER_NAMES = {lang: setting(lang, "stemmer") for lang in LANGUAGES}
-_TOKEN = re.compile(r"\w+(?:[-_./:]\w+)*")
-_PART = re.compile(r"[^\W_]+")
+TOKEN = re.compile(r"\w+(?:[-_./:]\w+)*")
+WORD_PART = re.compile(r"[^\W_]+")
 
 
 def fold(text: str) -> str:
@@ -43,7 +43,7 @@ def fold(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _stopwords(lang: str) -> frozenset[str]:
+def stop_words(lang: str) -> frozenset[str]:
     from bm25s import stopwords
 
     return frozenset(fold(w) for w in getattr(stopwords, setting(lang, "stopwords")))
@@ -73,8 +73,8 @@ def _stem(word: str, lang: str) -> str:
 
 def detect_language(text: str) -> str:
     """'en' or 'pt' by stopword hits in the first 20,000 characters; '' when it cannot tell."""
-    words = _PART.findall(fold(text[:20_000]))
-    hits = {lang: sum(1 for w in words if w in _stopwords(lang)) for lang in LANGUAGES}
+    words = WORD_PART.findall(fold(text[:20_000]))
+    hits = {lang: sum(1 for w in words if w in stop_words(lang)) for lang in LANGUAGES}
     # Words both lists share ("a", "e", "o", "no"...) count for each; ask for a clear margin.
     best = max(hits, key=hits.get)
     if hits[best] < 3:
@@ -105,11 +105,11 @@ def question_language(text: str) -> str:
 
 def analyze(text: str, lang: str) -> list[str]:
     lang = lang if lang in LANGUAGES else "en"
-    stop = _stopwords(lang)
+    stop = stop_words(lang)
     out: list[str] = []
-    for m in _TOKEN.finditer(fold(text)):
+    for m in TOKEN.finditer(fold(text)):
         tok = m.group()
-        parts = _PART.findall(tok)
+        parts = WORD_PART.findall(tok)
         if len(parts) > 1:
             out.append(tok)  # the code as written, for exact-string queries
         out.extend(_stem(p, lang) for p in parts if p not in stop)
@@ -123,7 +123,7 @@ def is_code(term: str) -> bool:
     >>> [t for t in ("err-4017", "utf-8", "0.95", "bm25", "wi-fi", "v2.1") if is_code(t)]
     ['err-4017', 'utf-8', 'v2.1']
     """
-    parts = _PART.findall(fold(term))
+    parts = WORD_PART.findall(fold(term))
     return len(parts) > 1 and any(ch.isdigit() for ch in term) and any(ch.isalpha() for ch in term)
 
 
@@ -131,7 +131,7 @@ def term_tokens(term: str, lang: str) -> list[str]:
     """The index tokens one content word becomes under a language's analyzer (a code: itself whole)."""
     lang = lang if lang in LANGUAGES else "en"
     folded = fold(term)
-    parts = _PART.findall(folded)
+    parts = WORD_PART.findall(folded)
     return [folded] if len(parts) > 1 else [_stem(p, lang) for p in parts]
 
 

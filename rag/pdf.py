@@ -2,9 +2,9 @@
 
 pymupdf reads each page's text blocks in reading order. A block that goes on with the sentence of the one
 above it (pymupdf puts each printed line of 1.5- or double-spaced text in a block of its own) is joined to
-it with a space (`_continues`), and so is a sentence that goes on over a page break (`_page_break`); other
+it with a space (`_continues`), and so is a sentence that goes on over a page break (`page_break`); other
 blocks are joined by blank lines. Running headers and footers in the page margins that repeat on most
-pages are dropped (`_drop_furniture`). Sections come from the PDF's outline, else from heading fonts
+pages are dropped (`drop_furniture`). Sections come from the PDF's outline, else from heading fonts
 (larger than the body's), else one per page; `page_starts` maps an offset back to its page. The viewer
 (`rag.viewer`) marks a citation's characters with the same joining rules, so its text and every offset
 agree with this one.
@@ -23,16 +23,16 @@ import re
 import unicodedata
 from collections import Counter
 
-from rag.extract import (EXTRACTOR_VERSIONS, TITLE_MAX, ExtractionError, Extracted, Section, _clean_heading,
-                         _title_from_first_line)
+from rag.extract import (EXTRACTOR_VERSIONS, TITLE_MAX, ExtractionError, Extracted, Section, clean_heading,
+                         title_from_first_line)
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def _normalise_block(text: str) -> str:
     # Lines inside a block are wrapped prose: join them, keeping words apart; undo "exam-\nple".
-    text = _CONTROL.sub("", unicodedata.normalize("NFC", text))
+    text = CONTROL.sub("", unicodedata.normalize("NFC", text))
     text = re.sub(r"(\w)-\n(\w)", r"\1\2", text)
     return re.sub(r"\s*\n\s*", " ", text).strip()
 
@@ -63,18 +63,18 @@ def _continues(prev: tuple[float, float, float, float], prev_size: float, prev_t
     return -0.2 * size <= gap < 1.2 * size and abs(box[0] - prev[0]) <= 2 * size and prev[2] >= box[2] - 6 * size
 
 
-def _page_break(last: tuple | None, first: tuple | None) -> str:
+def page_break(last: tuple | None, first: tuple | None) -> str:
     """What joins two pages' text: a space when the next page's first block goes on with the sentence of
     the last block before it (a paragraph, longer than a title, with no sentence end; the same font size;
     the same left edge within two ems), else a blank line. Blocks: (text, largest font size, in a margin,
     left edge).
 
     >>> para = "A parcel that arrives damaged may be sent back within thirty days, and the refund is paid"
-    >>> _page_break((para, 11, False, 72), ("within five days.", 11, False, 72))
+    >>> page_break((para, 11, False, 72), ("within five days.", 11, False, 72))
     ' '
-    >>> _page_break((para + ".", 11, False, 72), ("Exchanges", 11, False, 72))
+    >>> page_break((para + ".", 11, False, 72), ("Exchanges", 11, False, 72))
     '\\n\\n'
-    >>> _page_break(("Returns and refunds", 11, False, 72), ("A parcel that...", 11, False, 72))  # a heading
+    >>> page_break(("Returns and refunds", 11, False, 72), ("A parcel that...", 11, False, 72))  # a heading
     '\\n\\n'
     """
     if last is None or first is None or len(last[0]) <= TITLE_MAX or last[0].rstrip()[-1] in _SENTENCE_END:
@@ -87,13 +87,13 @@ def _union(a: tuple, b: tuple) -> tuple:
     return (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
 
 
-def _join_continued(blocks, join) -> list[tuple]:
+def join_continued(blocks, join) -> list[tuple]:
     """A page's blocks, (content, largest font size, bbox, last line's text) in reading order, with each
     block that goes on with the sentence of the one before it (`_continues`) joined to it by
     `join(before, after)`. The extractor's content is the block's lines; the viewer's, its characters and
     their boxes: one rule for both, so their texts (and so every offset) agree.
 
-    >>> _join_continued([(["documents do not"], 11, (72, 60, 520, 74), "documents do not"),
+    >>> join_continued([(["documents do not"], 11, (72, 60, 520, 74), "documents do not"),
     ...                  (["support it."], 11, (72, 76, 300, 90), "support it.")], lambda a, b: a + b)
     [(['documents do not', 'support it.'], 11, (72, 60, 520, 90), 'support it.')]
     """
@@ -151,17 +151,17 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
                     if lines:
                         raw.append((lines, big, tuple(b["bbox"]), lines[-1]))
                 blocks = []
-                for lines, big, (x0, y0, _, y1), _ in _join_continued(raw, lambda a, b: a + b):
+                for lines, big, (x0, y0, _, y1), _ in join_continued(raw, lambda a, b: a + b):
                     text = _normalise_block("\n".join(lines))
                     if text:
                         blocks.append((text, big, y1 < 0.12 * height or y0 > 0.88 * height, x0))
                 pages.append(blocks)
             toc = doc.get_toc(simple=True)
-            meta_title = _clean_heading((doc.metadata or {}).get("title") or "")
+            meta_title = clean_heading((doc.metadata or {}).get("title") or "")
         except Exception as exc:
             raise ExtractionError(f"the PDF could not be read: {exc}") from None
 
-    pages = _drop_furniture(pages)
+    pages = drop_furniture(pages)
     empty = sum(1 for p in pages if not p)
     if empty == len(pages):
         raise ExtractionError(
@@ -175,11 +175,11 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
     pos = 0
     toc_by_page: dict[int, list[tuple[int, str]]] = {}
     for lvl, title, pno in toc:
-        toc_by_page.setdefault(pno, []).append((lvl, _clean_heading(title)))
+        toc_by_page.setdefault(pno, []).append((lvl, clean_heading(title)))
     last = None  # the last block written, for a sentence that goes on over the page break
     for pno, blocks in enumerate(pages, start=1):
         if parts:
-            sep = _page_break(last, blocks[0] if blocks else None)
+            sep = page_break(last, blocks[0] if blocks else None)
             parts.append(sep)
             pos += len(sep)
         page_starts.append(pos)
@@ -197,7 +197,7 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
                         break
             elif body_size and big >= body_size * 1.15 and len(text) <= TITLE_MAX and not text.endswith("."):
                 level = 1 if big >= body_size * 1.4 else 2
-                heads.append((pos, pos + len(text), level, _clean_heading(text)))
+                heads.append((pos, pos + len(text), level, clean_heading(text)))
             parts.append(text)
             pos += len(text)
         for lvl, t in wanted:  # an outline entry whose heading text was not found: section starts at the page
@@ -208,7 +208,7 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
     # The title: the PDF's own, else a lone top-level outline entry or the one big-font heading.
     tops = [h[3] for h in heads if h[2] == 1]
     title = meta_title or (tops[0] if len(tops) == 1 else "") or \
-        _title_from_first_line("" if heads else text, name)[0]
+        title_from_first_line("" if heads else text, name)[0]
     sections: list[Section] = []
     if heads:
         stack: list[tuple[int, str]] = []
@@ -231,7 +231,7 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
                      empty_pages=empty, warnings=warnings)
 
 
-def _drop_furniture(pages: list[list[tuple]]) -> list[list[tuple]]:
+def drop_furniture(pages: list[list[tuple]]) -> list[list[tuple]]:
     """Drop running headers and footers: blocks in the top or bottom margin whose digit-blind text
     repeats on most pages ("Handbook — page 3" and "Handbook — page 4" are the same furniture)."""
     if len(pages) < 3:

@@ -17,7 +17,7 @@ import functools
 import re
 import unicodedata
 
-from rag.lexical import _PART, _TOKEN, _stopwords, fold, term_tokens
+from rag.lexical import TOKEN, WORD_PART, fold, stop_words, term_tokens
 from rag.words import LANGUAGES, alternation, every, groups
 from rag.words import words as word_list
 
@@ -33,7 +33,7 @@ QUESTION_FILLER = FUNCTION_WORDS | frozenset(fold(w) for w in every("asking_word
 @functools.lru_cache(maxsize=None)
 def _not_content() -> frozenset[str]:
     """Every supported language's stopwords and the words of asking: what is never a question's own word."""
-    return frozenset().union(*(_stopwords(lang) for lang in LANGUAGES)) | QUESTION_FILLER
+    return frozenset().union(*(stop_words(lang) for lang in LANGUAGES)) | QUESTION_FILLER
 
 
 def question_terms(question: str, measures: bool = True) -> list[str]:
@@ -59,12 +59,12 @@ def question_terms(question: str, measures: bool = True) -> list[str]:
     stop = _not_content()
     out: dict[str, None] = {}
     previous = ""
-    for m in _TOKEN.finditer(unicodedata.normalize("NFC", question.lower())):
+    for m in TOKEN.finditer(unicodedata.normalize("NFC", question.lower())):
         tok = m.group()
         after_how, previous = previous == "how", tok
         if after_how and not measures:
             continue
-        whole = _PART.findall(tok)
+        whole = WORD_PART.findall(tok)
         parts = [p for p in whole if fold(p) not in stop]
         if len(whole) > 1 and parts:
             out.setdefault(tok, None)
@@ -92,7 +92,7 @@ def question_names(question: str) -> list[str]:
     text = unicodedata.normalize("NFC", question)
     terms = set(question_terms(text))
     out: dict[str, None] = {}
-    for m in _TOKEN.finditer(text):
+    for m in TOKEN.finditer(text):
         word = m.group()
         if word.lower() in terms and any(ch.isupper() for ch in word) and not _SENTENCE_START.search(
                 text[:m.start()]):
@@ -107,7 +107,7 @@ def acronyms(question: str) -> set[str]:
     >>> sorted(acronyms("Is the PC version of PPP on AWS? And OneDrive, YouTube, I?"))
     ['aws', 'pc', 'ppp']
     """
-    return {m.group().lower() for m in _TOKEN.finditer(unicodedata.normalize("NFC", question))
+    return {m.group().lower() for m in TOKEN.finditer(unicodedata.normalize("NFC", question))
             if 2 <= len(m.group()) <= 5 and m.group().isalpha() and m.group().isupper()}
 
 

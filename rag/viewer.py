@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rag.extract import extract_bytes
-from rag.pdf import _CONTROL, _drop_furniture, _join_continued, _page_break
+from rag.pdf import CONTROL, drop_furniture, join_continued, page_break
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points
 
@@ -168,7 +168,7 @@ def pdf_layout(data: bytes) -> tuple[str, list[tuple[int, Box] | None]]:
                     raw.append(((chars, boxes), big, tuple(b["bbox"]), last))
             blocks = []
             # Lines of one sentence in blocks of their own are joined as rag.extract joins them.
-            joined = _join_continued(raw, lambda a, b: (a[0] + ["\n"] + b[0], a[1] + [None] + b[1]))
+            joined = join_continued(raw, lambda a, b: (a[0] + ["\n"] + b[0], a[1] + [None] + b[1]))
             for (chars, boxes), big, (x0, y0, _, y1), _ in joined:
                 text, kept = _normalise_tracked("".join(chars), boxes)
                 if text:
@@ -179,9 +179,9 @@ def pdf_layout(data: bytes) -> tuple[str, list[tuple[int, Box] | None]]:
     out_text: list[str] = []
     out_boxes: list[tuple[int, Box] | None] = []
     last = None
-    for blocks in _drop_furniture(pages):
+    for blocks in drop_furniture(pages):
         if out_text:  # as rag.extract: nothing before the first text, however many empty pages come first
-            sep = _page_break(last, blocks[0] if blocks else None)
+            sep = page_break(last, blocks[0] if blocks else None)
             out_text.append(sep)
             out_boxes += [None] * len(sep)
         last = blocks[-1] if blocks else None
@@ -201,7 +201,7 @@ def _normalise_tracked(text: str, boxes: list) -> tuple[str, list]:
     nfc = unicodedata.normalize("NFC", text)
     if len(nfc) != len(text):
         return nfc, [None] * len(nfc)
-    text, boxes = _sub(_CONTROL, lambda m: "", text, boxes)
+    text, boxes = _sub(CONTROL, lambda m: "", text, boxes)
     # "exam-\nple" -> "example": the hyphen and the line break go.
     text, boxes = _sub(re.compile(r"(\w)-\n(\w)"), lambda m: m.group(1) + m.group(2), text, boxes, keep_ends=True)
     text, boxes = _sub(re.compile(r"\s*\n\s*"), lambda m: " ", text, boxes)

@@ -77,7 +77,7 @@ def test_settings_and_their_errors():
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_the_stopword_lists_named_exist(lang):
-    assert len(lexical._stopwords(lang)) > 20
+    assert len(lexical.stop_words(lang)) > 20
 
 
 def test_the_files_are_shipped_with_the_package():
