@@ -76,8 +76,12 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
+# An empty folder, said from the command line: where documents go and the command that reads them.
+_ADD_HINT = "put documents in the folder and run `rag index`"
+
+
 def turn_to_json(turn: Turn) -> dict:
-    why = explain(turn.gated, lost_hint="")
+    why = explain(turn.gated, lost_hint="", add_hint=_ADD_HINT)
     return {
         "question": turn.question,
         "answer": turn.answer.text,
@@ -130,9 +134,9 @@ def print_turn(turn: Turn) -> None:
         print(f"flag: {flag}")
     if a.prompt_tokens is not None:
         print(f"prompt: {a.prompt_tokens} tokens (tiktoken)")
-    if g.refusal and g.closest:
-        why = explain(g, lost_hint="")  # the chat's lines; `rag ask` has no "Why wasn't it found?"
-        print(f"\n{why.closest}\n{why.threshold}")
+    if g.refusal:
+        why = explain(g, lost_hint="", add_hint=_ADD_HINT)  # the chat's lines; `rag ask` has no "Why wasn't it found?"
+        print("\n" + "\n".join(line for line in (why.closest, why.threshold, why.empty) if line))
     if g.citations:
         print("\nCitations")
         for c in g.citations:

@@ -55,6 +55,8 @@ _JUDGE_RULE_TEXT = {"names": "the passage holds the names the question writes",
 # The chat's tool that finds where an expected sentence was lost; a surface without it passes lost_hint="".
 WHY_NOT_FOUND = "Why wasn't it found?"
 LOST_HINT = f"{WHY_NOT_FOUND} below tells where a sentence you expected was lost"
+# What to do about an empty folder, where the app takes documents; the CLI names its own command.
+ADD_HINT = "add documents in the sidebar"
 
 
 @dataclass(frozen=True)
@@ -91,11 +93,11 @@ class Explanation:
         return tuple(x for x in (self.refusal, self.closest, self.threshold, self.empty) if x)
 
 
-def explain(gated: Gated, *, indexing: int = 0, lost_hint: str = LOST_HINT,
+def explain(gated: Gated, *, indexing: int = 0, lost_hint: str = LOST_HINT, add_hint: str = ADD_HINT,
             passage: Candidate | None = None, markup: Markup = PLAIN) -> Explanation:
     """The gate's verdict in words. `indexing`: how many files are still being indexed (said when nothing
     was searched); `lost_hint`: where the surface tells a person to look for a sentence they expected ("":
-    it has no such tool); `passage`: a candidate of `gated` whose own verdict to explain; `markup`: how the
+    it has no such tool); `add_hint`: what to do about an empty folder on this surface; `passage`: a candidate of `gated` whose own verdict to explain; `markup`: how the
     surface marks the values the closest and threshold lines quote (`Markup`; plain text by default).
 
     >>> from rag.gate import gate
@@ -134,7 +136,7 @@ def explain(gated: Gated, *, indexing: int = 0, lost_hint: str = LOST_HINT,
         empty = (f"Nothing is indexed yet: {indexing} file(s) are still being indexed (see the sidebar). "
                  "Ask again once they are.")
     else:
-        empty = "The folder has nothing indexed yet: add documents in the sidebar."
+        empty = f"The folder has nothing indexed yet: {add_hint}."
     return Explanation(refused=True, reason=header(gated), refusal=refusal_sentence(gated), closest=closest,
                        needed_threshold=needed, threshold=threshold, empty=empty, passage=line)
 

@@ -74,3 +74,17 @@ def test_the_chat_escapes_what_a_document_writes_and_bolds_what_to_look_at():
     closest, need = view.refusal_lines(rag.gate(result, threshold, 4, RULE), indexing=0).lines
     assert closest.startswith(r"Closest candidate: **heron\_notes\.md** · Setup\_\*1\* at cosine distance **0\.843**")
     assert need.startswith(r"A threshold of **0\.844** would let **heron\_notes\.md** through")
+
+
+def test_an_empty_folder_tells_each_surface_where_documents_go():
+    result = searched()
+    gated = rag.gate(result, 0.6, 4, RULE)
+    assert view.refusal_lines(gated, indexing=0).lines == ["The folder has nothing indexed yet: add documents in "
+                                                          "the sidebar."]
+    turn = Turn(result.question, result, gated, answer(gated, None))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        print_turn(turn)
+    said = "The folder has nothing indexed yet: put documents in the folder and run `rag index`."
+    assert said in out.getvalue().splitlines()
+    assert turn_to_json(turn)["explanation"]["empty"] == said
