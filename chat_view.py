@@ -22,12 +22,18 @@ Not here: searching, gating or answering (the engine's, `rag`), the turns and th
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import rag
+from rag.explain import names_note
 from inert import md_escape, one_line
+
+
+# The chat's marks on rag.explain's lines: document text escaped, what to look at in bold.
+MARKDOWN = rag.Markup(value=md_escape, strong=lambda text: f"**{md_escape(text)}**",
+                      tool=lambda text: f"*{md_escape(text)}*")
+
 
 # The background of a row's verdict cells, by the gate's verdict.
 VERDICT_COLOUR = {rag.KEPT: "background-color: #e3f1e6", rag.CAPPED: "background-color: #fbf0d9", rag.OVER: "",
@@ -255,14 +261,8 @@ def unknown_names_note(result: rag.SearchResult) -> str:
     >>> print(unknown_names_note(result))
     . The question names \\"ppp\\", which the folder never mentions: every passage needs the full support, however close
     """
-    if not result.unknown_names:
-        return ""
-    names = ", ".join(f'"{n}"' for n in result.unknown_names)
-    if result.absent_names:
-        return (f". The question names {md_escape(names)}, which the folder never mentions: no passage is "
-                "evidence for it")
-    return (f". The question names {md_escape(names)}, which the folder never mentions: every passage needs "
-            "the full support, however close")
+    note = names_note(result.unknown_names, result.absent_names, MARKDOWN)
+    return f". {note}" if note else ""
 
 
 def fusion_note(result: rag.SearchResult, rrf_k: int) -> str:
@@ -292,11 +292,6 @@ def retrieval_label(gated: rag.Gated) -> str:
 
 
 # --- a refusal ------------------------------------------------------------------------------------------
-
-# The chat's marks on a refusal's lines: document text escaped, what to look at in bold.
-MARKDOWN = rag.Markup(value=md_escape, strong=lambda text: f"**{md_escape(text)}**",
-                      tool=lambda text: f"*{md_escape(text)}*")
-
 
 def refusal_lines(gated: rag.Gated, indexing: int) -> Refusal:
     """What a refusal shows: its header and the gate's sentence, then the closest candidate and what

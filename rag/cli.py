@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rag.engine import Engine, Turn
-from rag.explain import ceiled, evidence_rule, explain, percent
+from rag.explain import ceiled, evidence_rule, explain, names_note, percent
 from rag.settings import Settings, load_settings
 
 
@@ -145,12 +145,8 @@ def print_turn(turn: Turn) -> None:
     note = f"; {turn.threshold.note}" if turn.threshold else ""
     rule = g.rule
     print(f"\nRetrieval (threshold {g.threshold:.3f}{note}; {evidence_rule(rule)}; at most {g.max_chunks} kept)")
-    if turn.result.absent_names:
-        print(f"The folder never mentions {', '.join(turn.result.unknown_names)}, which the question names: no "
-              "passage is evidence for it")
-    elif turn.result.unknown_names:
-        print(f"The folder never mentions {', '.join(turn.result.unknown_names)}, which the question names: every "
-              f"passage needs {rule.min_support:.0%} however close")
+    if names := names_note(turn.result.unknown_names, turn.result.absent_names):
+        print(names)
     if g.codes_note:
         print(g.codes_note)
     if turn.result.feedback_note:

@@ -439,6 +439,21 @@ def unsaid_note(gated: Gated) -> str | None:
     return f"The quoted passages never mention {quoted(words[:4])}: check that they answer what you asked."
 
 
+def names_note(unknown: Sequence[str], absent: Sequence[str], markup: Markup = PLAIN) -> str:
+    """Beside the retrieval table, when the question names something the folder never mentions ("" when it
+    does not): with a name written as a word (`absent`) no passage is evidence; with only acronyms
+    (`unknown`), the close relaxation is off.
+
+    >>> names_note(("ppp",), ())
+    'The question names "ppp", which the folder never mentions: every passage needs the full support, however close'
+    """
+    if not unknown:
+        return ""
+    names = markup.value(", ".join(f'"{n}"' for n in unknown))
+    what = "no passage is evidence for it" if absent else "every passage needs the full support, however close"
+    return f"The question names {names}, which the folder never mentions: {what}"
+
+
 def split_note(gated: Gated) -> str | None:
     """A caution beside an answer whose kept passages, from different documents, each lack words the
     other holds: no one passage holds the question, and the answer may join what two documents say about
@@ -446,7 +461,7 @@ def split_note(gated: Gated) -> str | None:
     the bicycle room's key deposit; found by a user trial). None otherwise. Only said, not gated: as a
     rule it would have refused 8 right answers of the sample's development questions, whose documents
     share their subject."""
-    kept = gated.kept if gated.refusal is None else []
+    kept = gated.kept  # none when refused
     if any(not c.missing for c in kept):
         return None  # one passage holds the whole question
     # What each document lacks: the words none of its kept passages holds ("membership.md lacks

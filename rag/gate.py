@@ -309,7 +309,7 @@ class Gated:
     def unsaid(self) -> tuple[str, ...]:
         """The question's words that no kept passage holds, in the question's order (() when refused, or when
         some passage holds them all)."""
-        kept = self.kept if self.refusal is None else []
+        kept = self.kept  # none when refused
         return lacked_by_all(kept, kept[0].missing) if kept else ()
 
     @property
@@ -342,8 +342,9 @@ class Gated:
 
     @property
     def needed_threshold(self) -> float | None:
-        """The smallest threshold that would let a candidate through (None: no threshold would, since
-        no candidate passes the support test)."""
+        """The smallest threshold that would let a candidate through, as a distance (None: no threshold
+        would, since no candidate passes the support test); printed, it is rounded up
+        (`rag.explain.passing_threshold`)."""
         return self.closest_supported.distance if self.closest_supported else None
 
 

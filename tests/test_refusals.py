@@ -18,7 +18,7 @@ from rag import SUPPORT, DISTANCE, EMPTY, SupportRule, gate
 from rag.calibration import KINDS, calibrate, choose_threshold, question_kinds, unrelated_questions
 from rag.cli import main as cli
 from rag.calibration import evidence_distance
-from rag.explain import absent_text, off_subject_text, wordless_text
+from rag.explain import absent_text, wordless_text
 from rag.gate import ABSENT, UNNAMED, WORDLESS
 from rag import terms
 from rag.lexical import LexicalIndex, is_code

@@ -14,7 +14,7 @@ import chat_view as view
 from rag.answer import answer
 from rag.cli import print_turn, turn_to_json
 from rag.engine import Turn
-from rag.explain import LOST_HINT
+from rag.explain import LOST_HINT, names_note
 
 RULE = rag.SupportRule(min_support=0.5, close=0.3, close_support=0.2)
 
@@ -64,6 +64,10 @@ def test_chat_cli_and_json_say_the_same_lines(case):
     assert cli.closest in printed and cli.threshold in printed
     # The CLI has no "Why wasn't it found?" box: the only difference allowed is that pointer.
     assert cli.threshold == plain.threshold.replace(f"; {LOST_HINT}.", ".")
+    # The note beside the table on a name the folder never mentions: one wording, the chat's marked up.
+    names = names_note(result.unknown_names, result.absent_names)
+    assert unmarked(view.unknown_names_note(result)) == (f". {names}" if names else "")
+    assert not names or names in printed
     said = turn_to_json(turn)
     assert (said["reason"], said["explanation"]["closest"], said["explanation"]["threshold"]) == (
         chat.header.split("] ", 1)[1], cli.closest, cli.threshold)
