@@ -20,6 +20,7 @@ from rag.citations import (MARKER, NO_ANSWER_SENTENCE, answer_sentences, check_c
     ("Version 2.5 is out [1]. Really?! Yes\u2026 [2]", ["Version 2.5 is out [1].", "Really?!", "Yes\u2026 [2]"]),
     ('He said "stop." [3] Then left.', ['He said "stop." [3]', "Then left."]),
     ("- first [1]\n- second [2]", ["- first [1]", "- second [2]"]),
+    ("Olá. Tudo bem? [2]", ["Olá.", "Tudo bem? [2]"]),
 ])
 def test_answer_sentences(text, sentences):
     assert answer_sentences(text) == sentences

@@ -1,10 +1,11 @@
-"""rag/citations.py, the citation check, on hand-written answers."""
+"""rag/citations.py, the citation check, on hand-written answers (its parts, sentence by sentence and marker
+by marker: test_citation_marks.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from rag.citations import NO_ANSWER_SENTENCE, answer_sentences, check_citations, cited_numbers, numbers_text
+from rag.citations import NO_ANSWER_SENTENCE, check_citations
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\n"])
@@ -58,43 +59,3 @@ def test_a_long_uncited_sentence_is_shortened_in_its_flag():
     (flag,) = check_citations(sentence, [1]).flags
     assert flag.startswith("no citation: \u201cAção Ação") and flag.endswith("\u2026\u201d")
     assert len(flag) < 120
-
-
-@pytest.mark.parametrize("text, links", [
-    ("See [the guide](guide.md) [1].", 1),
-    ("See https://example.org/x [1].", 1),
-    ("See guide.md#char=10,20 [1].", 1),
-    ("No link here [1].", 0),
-])
-def test_links_the_generator_wrote_are_counted(text, links):
-    check = check_citations(text, [1])
-    assert check.links == links
-    assert check.ok == (links == 0)
-
-
-def test_what_a_quote_holds_is_the_documents_not_the_generators():
-    quote = "Codes look like [7] and https://example.org/x."
-    text = f"{quote} [1]"
-    check = check_citations(text, [1], quoted=[(0, len(quote))])
-    assert check.ok and check.cited == (1,) and check.links == 0
-    assert not check_citations(text, [1]).ok  # without the span, [7] and the URL are the generator's
-
-
-@pytest.mark.parametrize("text, expected", [
-    ("", []),
-    ("[1]", ["[1]"]),  # markers alone, with no sentence before them
-    ("Olá. Tudo bem? [2]", ["Olá.", "Tudo bem? [2]"]),
-    ("Version 2.5 ships [1].", ["Version 2.5 ships [1]."]),
-])
-def test_answer_sentences(text, expected):
-    assert answer_sentences(text) == expected
-
-
-@pytest.mark.parametrize("text, expected", [("", []), ("[ 12 ]", [12]), ("[1,2 , 3]", [1, 2, 3]), ("[1.5] [x]", [])])
-def test_cited_numbers(text, expected):
-    assert cited_numbers(text) == expected
-
-
-@pytest.mark.parametrize("numbers, expected", [([], "none"), ([5], "5"), ([2, 1], "1\u20132"), ([1, 2, 4], "1, 2, 4")])
-def test_numbers_text(numbers, expected):
-    assert numbers_text(numbers) == expected
