@@ -448,7 +448,7 @@ class Engine:
         """The library's record of the document at `path` (relative to the folder, as citations name it).
         Anything else, a path with `..`, an absolute path, a file the library does not hold, is refused:
         the viewer serves only documents of this folder."""
-        rec = next((r for r in self.library.all() if r.path == path), None) if isinstance(path, str) else None
+        rec = self.library.by_path(path) if isinstance(path, str) else None
         if rec is None:
             raise ViewerError(f"{path!r} is not a document of this folder's index; nothing is shown")
         if rec.status not in VISIBLE:

@@ -427,8 +427,8 @@ class Indexer:
         left alone, and so are files the person cancelled, until they change. Cheap when nothing changed:
         one walk of the folder, no file read."""
         files, _ = self.scan()
-        records = {r.path: r for r in self.library.all()}
         rows = {i.path: i for i in self.queue.items()}
+        records = {r.path: r for r in self.library.all()}
         active = {p for p, i in rows.items() if i.active}
 
         def held(rel: str, p: Path) -> bool:
@@ -439,7 +439,15 @@ class Indexer:
         todo = [rel for rel, p in files.items()
                 if not held(rel, p) and not (rel in records and self._unchanged(records[rel], p))]
         gone = [path for path in records if path not in files and path not in active]
-        return self.queue.put(todo + gone, source) if todo or gone else []
+
+        def done_meanwhile(rel: str) -> bool:
+            # Asked under the queue's lock: the worker may have indexed the file since the reads above
+            # (an upload queued and finished while this walked the folder); then it is not queued again.
+            rec = self.library.by_path(rel)
+            p = files.get(rel)
+            return rec is not None and p is not None and self._unchanged(rec, p)
+
+        return self.queue.put(todo + gone, source, unless=done_meanwhile) if todo or gone else []
 
     def indexing(self) -> int:
         """How many files are waiting to be indexed or being indexed."""
@@ -521,7 +529,7 @@ class Indexer:
 
     def _queued_removal(self, item: QueueItem) -> None:
         """A queued file that is no longer in the folder: its document leaves both indexes."""
-        rec = next((r for r in self.library.all() if r.path == item.path), None)
+        rec = self.library.by_path(item.path)
         if rec is not None:
             with self.lock:
                 self._forget(rec.doc_id)

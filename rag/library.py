@@ -110,6 +110,11 @@ class Library:
         rows = self._read("SELECT record FROM documents WHERE doc_id = ?", (doc_id,))
         return _load(rows[0][0]) if rows else None
 
+    def by_path(self, path: str) -> DocRecord | None:
+        """The record of the file at this relative path, if it has one."""
+        rows = self._read("SELECT record FROM documents WHERE path = ?", (path,))
+        return _load(rows[0][0]) if rows else None
+
     def remove(self, doc_id: str) -> None:
         with self._db() as db:
             db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))

@@ -129,9 +129,14 @@ class IndexQueue:
 
     # --- what callers do ----------------------------------------------------------------------------------
 
-    def put(self, paths: Sequence[str], source: str = "") -> list[QueueItem]:
+    def put(self, paths: Sequence[str], source: str = "",
+            unless: Callable[[str], bool] | None = None) -> list[QueueItem]:
         """Queue files (relative paths). A file already queued or being indexed is left as it is: a change
-        made meanwhile is found by the next rescan (its modification time is newer than the one indexed)."""
+        made meanwhile is found by the next rescan (its modification time is newer than the one indexed).
+
+        `unless(path)`, when given, is asked under the queue's lock for each file not running: True leaves
+        it off. A rescan decides from what it read a moment ago; the worker may have finished the file since
+        (it marks a file indexed under this lock, after writing its record), so the rescan asks again here."""
         out = []
         with self._lock:
             rows = {i.path: i for i in self.items()}
@@ -140,6 +145,8 @@ class IndexQueue:
                 item = rows.get(path)
                 if item is not None and item.active:
                     out.append(item)
+                    continue
+                if unless is not None and unless(path):
                     continue
                 seq += 1
                 runs = item.runs if item else 0

@@ -232,3 +232,32 @@ def test_the_sidebar_counts_agree_with_the_full_statistics(make_engine, tmp_path
     assert (cheap.documents, cheap.indexed, cheap.failed, cheap.chunks) == (4, 3, 1, 3)
     assert (full.documents, full.indexed, full.failed, full.chunks, full.languages) == \
         (cheap.documents, cheap.indexed, cheap.failed, cheap.chunks, cheap.languages)
+
+
+def test_a_rescan_racing_the_worker_does_not_index_a_file_it_just_finished_again(make_engine, tmp_path):
+    # Seen in CI: thirty files dropped at once, the watcher's rescan read the library while the first ones
+    # were still queued, the worker finished them, and the rescan then queued them again (indexed twice).
+    # Here the race is forced: the worker indexes the upload right after the rescan has read the library.
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.start(watch=False)
+    assert engine.queue.wait_idle(60)
+    (folder / "late.md").write_text(note(7), encoding="utf-8")  # saved by an upload...
+    library_all = engine.indexer.library.all
+    raced = []
+
+    def all_then_the_worker_finishes_the_upload():
+        records = library_all()
+        if not raced:
+            raced.append(1)
+            engine.enqueue(["late.md"], source="upload")  # ...and queued by it, then indexed meanwhile
+            assert engine.queue.wait_idle(60)
+        return records
+
+    engine.indexer.library.all = all_then_the_worker_finishes_the_upload
+    engine.rescan()
+    engine.indexer.library.all = library_all
+    assert raced and engine.queue.wait_idle(60)
+    item = engine.queue.get("late.md")
+    assert (item.state, item.runs) == (INDEXED, 1)
