@@ -121,7 +121,19 @@ def open_workspace(key: str, _settings: rag.Settings) -> Workspace:
 def workspace() -> Workspace:
     """This session's workspace (the engine of the folder chosen in the sidebar)."""
     settings = session_settings()
-    return open_workspace(engine_key(settings), settings)
+    key = engine_key(settings)
+    ws = open_workspace(key, settings)
+    if ws.engine.index_gone():
+        # Someone deleted the index folder while the app ran: nothing of the old engine can be read any
+        # more. A new one builds the index again from the folder, as a first start does, and the page says so.
+        ws.engine.close()
+        open_workspace.clear(key, settings)
+        st.session_state["index_rebuilt"] = str(settings.index_path)
+        ws = open_workspace(key, settings)
+    if gone := st.session_state.pop("index_rebuilt", None):
+        st.sidebar.warning(f"The index folder {md_escape(gone)} was deleted while the app ran: it is being "
+                           "built again from the folder's files.")
+    return ws
 
 
 def search(ws: Workspace, question: str, candidates: int, history: list[str] | None = None,

@@ -500,8 +500,16 @@ class Engine:
                 f"settings.")
 
     def close(self) -> None:
+        """Stop indexing and let go of the index's files: another engine may then open the same index."""
         self.stop()
         self.library.close()
+        self.store.close()
+
+    def index_gone(self) -> bool:
+        """Whether the index folder was deleted (by hand, by another program) while this engine had it open:
+        its library is no longer on disk. Nothing of it can be read or written any more; a new engine on the
+        same settings rebuilds it from the folder."""
+        return not self.library.path.is_file()
 
 
 def _holds_own_words(result: SearchResult, settings: Settings) -> bool:

@@ -74,17 +74,22 @@ class Library:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._local = threading.local()
+        self._create = True  # only the first connection may create the database file
         with self._db() as db:
             db.execute("CREATE TABLE IF NOT EXISTS documents (doc_id TEXT PRIMARY KEY, path TEXT UNIQUE, record TEXT)")
             # The indexing queue (rag.queue): one row per file, its state kept here so that a rerun, a reload,
             # another tab or a restart neither loses nor repeats work.
             db.execute("CREATE TABLE IF NOT EXISTS queue (path TEXT PRIMARY KEY, item TEXT)")
+        self._create = False
 
     def _conn(self) -> sqlite3.Connection:
         # One connection per thread, in autocommit mode; WAL so that readers never wait for the writer.
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            # After the first, read-write without create: if the index folder is deleted while the app runs,
+            # a new thread gets "unable to open" instead of an empty database ("no such table: queue").
+            target = self.path if self._create else self.path.resolve().as_uri() + "?mode=rw"
+            conn = sqlite3.connect(target, timeout=30, isolation_level=None, uri=not self._create)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn

@@ -129,6 +129,13 @@ class ChunkStore:
 
     # --- reads ----------------------------------------------------------------------------------
 
+    def close(self) -> None:
+        """Let go of the embedded store's files (Chroma keeps one system per path for the whole process, and a
+        client opened later on the same path would be handed this one, even after its folder was deleted)."""
+        close = getattr(self.client, "close", None)
+        if close is not None and not self.remote:
+            close()
+
     def count(self) -> int:
         return self._call(self.collection.count)
 

@@ -681,3 +681,29 @@ def test_a_drop_runs_the_page_once_not_twice(engine, monkeypatch):
     assert engine.queue.get("kiln log.md") is not None
     assert len(runs) == 1 and not reruns, f"the drop ran the page {len(runs)} times ({reruns})"
     assert engine.queue.wait_idle(300)
+
+
+def test_an_index_folder_deleted_while_the_app_runs_is_built_again_and_said(engine, tmp_path):
+    """A person (or a clean-up tool) deletes the hidden index folder while the app is open: the next run
+    says so and builds the index again from the folder's files, and a question is answered from them; it
+    used to show SQLite's "no such table: queue" on every page."""
+    notes = tmp_path / "herons2"
+    notes.mkdir()
+    (notes / "heron.md").write_text(f"# Heron field notes\n\n{FACT}\n", encoding="utf-8")
+    at = app().run()
+    at.sidebar.text_input(key="folder_input").set_value(str(notes)).run()
+    settings = rag.load_settings().replace(folder=notes.resolve(), index_dir=None)
+    first = workspace_engine(settings)
+    assert first.queue.wait_idle(120)
+    shutil.rmtree(notes / ".rag-index")
+    at.run()
+    assert not at.exception, at.exception
+    assert any("was deleted while the app ran" in w for w in alerts(at, "warning"))
+    again = workspace_engine(settings)
+    assert again is not first and (notes / ".rag-index" / "library.sqlite").is_file()
+    assert again.queue.wait_idle(120)
+    at.chat_input[0].set_value("Where does the Zanzibar heron migrate?").run()
+    assert not at.exception, at.exception
+    assert [doc for _, doc, _ in citations(at)] == ["heron.md"]
+    at.run()
+    assert not any("was deleted" in w for w in alerts(at, "warning"))  # said once, not on every run
