@@ -38,7 +38,8 @@ import yaml
 from markdown_it import MarkdownIt
 
 SUPPORTED = {".md": "md", ".markdown": "md", ".txt": "txt", ".pdf": "pdf"}
-EXTRACTOR_VERSIONS = {"md": "md-2", "txt": "txt-2", "pdf": "pdf-3"}  # txt-2: headings read from lines' shape
+EXTRACTOR_VERSIONS = {"md": "md-2", "txt": "txt-2", "pdf": "pdf-4"}  # txt-2: headings read from lines' shape;
+# pdf-4: ligatures read as their letters, combining accents composed (rag.pdf.text_flags, compose)
 TITLE_MAX = 80  # a first line longer than this is a paragraph, not a title
 
 

@@ -30,9 +30,45 @@ from rag.extract import (EXTRACTOR_VERSIONS, TITLE_MAX, ExtractionError, Extract
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
+def text_flags() -> int:
+    """pymupdf's flags for reading text: its defaults without TEXT_PRESERVE_LIGATURES, so a printed "ﬁ"
+    comes out as "f" and "i" (the glyph's box on the "f"). A person types "classification": BM25 never
+    matched "classiﬁcation", and MiniLM cuts the ligature into pieces of its own. The viewer reads with
+    the same flags, so its characters are the extractor's."""
+    import pymupdf
+
+    return pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_LIGATURES
+
+
+def compose(text: str, boxes: list | None = None) -> tuple[str, list | None]:
+    """NFC, one base character and the combining marks after it at a time, with `boxes` (one per
+    character, or None) carried along: the characters of a composed cluster all get its first box.
+    Whole-text NFC could change the length in ways the viewer cannot follow (LaTeX sets accents as
+    combining marks: "e" + U+0301 becomes "é"), so extractor and viewer both compose this way.
+
+    >>> compose("cafe\u0301 ok", list(range(8)))
+    ('café ok', [0, 1, 2, 3, 5, 6, 7])
+    >>> compose("\u037e")[0]  # the Greek question mark is a semicolon
+    ';'
+    """
+    out: list[str] = []
+    kept: list = []
+    i = 0
+    while i < len(text):
+        j = i + 1
+        while j < len(text) and unicodedata.combining(text[j]):
+            j += 1
+        piece = unicodedata.normalize("NFC", text[i:j])
+        out.append(piece)
+        if boxes is not None:
+            kept += [boxes[i]] * len(piece)
+        i = j
+    return "".join(out), (kept if boxes is not None else None)
+
+
 def _normalise_block(text: str) -> str:
     # Lines inside a block are wrapped prose: join them, keeping words apart; undo "exam-\nple".
-    text = CONTROL.sub("", unicodedata.normalize("NFC", text))
+    text = CONTROL.sub("", compose(text)[0])
     text = re.sub(r"(\w)-\n(\w)", r"\1\2", text)
     return re.sub(r"\s*\n\s*", " ", text).strip()
 
@@ -136,7 +172,7 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
             for page in doc:
                 raw: list[tuple] = []  # (lines, largest font size, bbox, last line)
                 height = page.rect.height or 1.0
-                for b in page.get_text("dict", sort=True)["blocks"]:
+                for b in page.get_text("dict", flags=text_flags(), sort=True)["blocks"]:
                     if b.get("type") != 0:
                         continue
                     lines = []

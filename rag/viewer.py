@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 from rag.extract import extract_bytes
-from rag.pdf import CONTROL, drop_furniture, join_continued, page_break
+from rag.pdf import CONTROL, compose, drop_furniture, join_continued, page_break, text_flags
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points
 
@@ -146,7 +145,7 @@ def pdf_layout(data: bytes) -> tuple[str, list[tuple[int, Box] | None]]:
         for pno, page in enumerate(doc, start=1):
             height = page.rect.height or 1.0
             raw: list[tuple] = []  # ((chars, their boxes), largest font size, bbox, the last line's text)
-            for b in page.get_text("rawdict", sort=True)["blocks"]:
+            for b in page.get_text("rawdict", flags=text_flags(), sort=True)["blocks"]:
                 if b.get("type") != 0:
                     continue
                 chars: list[str] = []
@@ -195,12 +194,8 @@ def pdf_layout(data: bytes) -> tuple[str, list[tuple[int, Box] | None]]:
 
 
 def _normalise_tracked(text: str, boxes: list) -> tuple[str, list]:
-    """`rag.pdf._normalise_block` applied to text whose characters carry boxes, keeping them aligned.
-    NFC composition that changes the length cannot be tracked: the text then comes back unaligned (and
-    `locate` finds the rebuilt text differs, and says so)."""
-    nfc = unicodedata.normalize("NFC", text)
-    if len(nfc) != len(text):
-        return nfc, [None] * len(nfc)
+    """`rag.pdf._normalise_block` applied to text whose characters carry boxes, keeping them aligned."""
+    text, boxes = compose(text, boxes)
     text, boxes = _sub(CONTROL, lambda m: "", text, boxes)
     # "exam-\nple" -> "example": the hyphen and the line break go.
     text, boxes = _sub(re.compile(r"(\w)-\n(\w)"), lambda m: m.group(1) + m.group(2), text, boxes, keep_ends=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
 from pathlib import Path
 
 import pymupdf
@@ -78,6 +79,46 @@ def test_pdf_marks_are_exactly_the_quoted_characters_on_both_pages(indexed):
     located = indexed.locate("ponta-azul.pdf", int(c.meta["start"]) + s, int(c.meta["start"]) + s + len("granite spur"))
     assert [m.page for m in located.marks] == [1] and len(located.marks[0].rects) == 1
     assert read_back(indexed.document_bytes("ponta-azul.pdf"), located.marks) == "granite spur"
+
+
+DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+TYPESET = [  # as LaTeX output holds them: ligature glyphs, accents as combining marks, a Greek question mark
+    "The classi\ufb01cation of estuary \ufb02ows depends on the tide and the e\ufb00ect of the wind.",
+    "Le cafe\u0301 du port ouvre a\u0300 six heures\u037e the ferry waits for it.",
+    "Each o\ufb03ce keeps its own \ufb01les of the crossings.",
+]
+
+
+def typeset_pdf() -> bytes:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_font(fontname="dv", fontfile=str(DEJAVU))  # a font that has the ligature glyphs
+    for i, line in enumerate(TYPESET):
+        page.insert_text((72, 72 + 60 * i), line, fontname="dv", fontsize=10)
+    data = doc.tobytes()
+    doc.close()
+    return data
+
+
+def test_a_typeset_pdf_is_searched_by_the_words_people_type_and_every_passage_is_marked(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "estuary.pdf").write_bytes(typeset_pdf())
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.sync()
+    chunks = list(engine.snapshot.chunks)  # the folder holds this one PDF
+    assert chunks
+    assert not any(re.search("[\ufb00-\ufb06]", c.content) for c in chunks)  # no ligature character left
+    text = " ".join(c.content for c in chunks)
+    assert all(w in text for w in ("classification", "flows", "effect", "office", "files", "café", "à", "heures;"))
+    top = engine.search("classification of flows").candidates[0]
+    assert top.doc_name == "estuary.pdf" and top.bm25_rank == 1  # the typed word matches the printed one
+    data = engine.document_bytes("estuary.pdf")
+    for c in chunks:  # the viewer marks every passage: its text is the extractor's, character for character
+        located = engine.locate("estuary.pdf", int(c.meta["start"]), int(c.meta["end"]))
+        assert not located.problem and located.quote == c.content
+        printed = unicodedata.normalize("NFKC", read_back(data, located.marks))  # the page prints the glyphs
+        assert printed == unicodedata.normalize("NFKC", squash(c.content))
 
 
 def test_markdown_passage_is_the_quote_with_its_section(indexed):
