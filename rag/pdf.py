@@ -92,9 +92,17 @@ def _continues(prev: tuple[float, float, float, float], prev_size: float, prev_t
     False
     >>> _continues((72, 60, 200, 78), 14, "Cosine distance in brief", (72, 82, 520, 96), 11)  # a heading
     False
+
+    A sentence also goes on from the foot of a column to the top of the next one (`reading_order` puts it
+    next): `box` then starts well above `prev`, to the right of it.
+
+    >>> _continues((72, 500, 290, 760), 10, "lifted out of the water before", (305, 140, 523, 200), 10)
+    True
     """
     if not prev_text.rstrip() or prev_text.rstrip()[-1] in _SENTENCE_END or not size or abs(prev_size - size) > 0.5:
         return False
+    if box[1] < prev[1] - 2 * size and box[0] >= prev[2] - 2 * size:
+        return True  # the next column
     gap = box[1] - prev[3]
     return -0.2 * size <= gap < 1.2 * size and abs(box[0] - prev[0]) <= 2 * size and prev[2] >= box[2] - 6 * size
 
@@ -143,6 +151,65 @@ def join_continued(blocks, join) -> list[tuple]:
     return out
 
 
+def reading_order(blocks: list[dict], width: float) -> list[dict]:
+    """A page's text blocks (pymupdf's block dicts) in reading order: columns one after the other. `width`:
+    the page's.
+
+    Recursive XY-cut: the blocks are cut where no block spans, down the page (the left column, then the
+    right) where that parts columns, else across it at the widest gap (a band above, then the one below);
+    each part is cut again. A cut down the page must leave prose on both sides (a block of two lines or
+    more) over at least a third of the part's height, so a table's cells stay in rows (as pymupdf sorts
+    them) and a line's short pieces stay together. Without a cut, blocks go top to bottom, left to right. Text that does not run left to right
+    comes last, and in the outer tenth of the page's width it is dropped: a side stamp ("arXiv:1504.08083v2
+    [cs.CV] 27 Sep 2015") is not part of the text, nor the section of the paper.
+
+    >>> b = lambda x0, y0, x1, y1, n=3: {"bbox": (x0, y0, x1, y1), "lines": [{"dir": (1, 0)}] * n}
+    >>> page = [b(72, 40, 520, 60, 1), b(72, 80, 290, 300), b(310, 80, 520, 300), b(72, 310, 290, 500)]
+    >>> [p["bbox"][:2] for p in reading_order(page, 595)]  # title, left column (two blocks), right column
+    [(72, 40), (72, 80), (72, 310), (310, 80)]
+    """
+    level = [b for b in blocks if all(abs(line.get("dir", (1, 0))[0]) > 0.99 for line in b["lines"])]
+    turned = [b for b in blocks if b not in level and 0.1 * width < (b["bbox"][0] + b["bbox"][2]) / 2 < 0.9 * width]
+    return _cut(level) + turned
+
+
+def _cut(blocks: list[dict]) -> list[dict]:
+    if len(blocks) <= 1:
+        return list(blocks)
+    # Columns first: a column shorter than the other leaves a wide gap across the page under it, and
+    # cutting there would read the foot of the longer column after everything else.
+    columns = [(gap, at) for gap, at in _gaps(blocks, 0) if _columns(blocks, at)]
+    bands = _gaps(blocks, 1)
+    if not columns and not bands:
+        return sorted(blocks, key=lambda b: (b["bbox"][1], b["bbox"][0]))
+    axis, (_, at) = (0, max(columns)) if columns else (1, max(bands))
+    first = [b for b in blocks if b["bbox"][axis + 2] <= at]
+    return _cut(first) + _cut([b for b in blocks if b["bbox"][axis + 2] > at])
+
+
+def _gaps(blocks: list[dict], axis: int) -> list[tuple[float, float]]:
+    """(width, where) of each gap along `axis` (1: y, 0: x) that no block spans; `where` is the gap's start."""
+    spans = sorted((b["bbox"][axis], b["bbox"][axis + 2]) for b in blocks)
+    out, reach = [], spans[0][1]
+    for lo, hi in spans[1:]:
+        if lo > reach:
+            out.append((lo - reach, reach))
+        reach = max(reach, hi)
+    return out
+
+
+def _columns(blocks: list[dict], at: float) -> bool:
+    """Whether a cut down the page at x = `at` parts two columns of prose (not a table's cells)."""
+    top = min(b["bbox"][1] for b in blocks)
+    height = max(b["bbox"][3] for b in blocks) - top or 1.0
+    for side in ([b for b in blocks if b["bbox"][2] <= at], [b for b in blocks if b["bbox"][2] > at]):
+        if not any(len(b["lines"]) >= 2 for b in side):
+            return False
+        if max(b["bbox"][3] for b in side) - min(b["bbox"][1] for b in side) < height / 3:
+            return False
+    return True
+
+
 def _furniture_key(text: str) -> str:
     return re.sub(r"\d+", "#", re.sub(r"\s+", " ", text.lower())).strip()
 
@@ -172,9 +239,8 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
             for page in doc:
                 raw: list[tuple] = []  # (lines, largest font size, bbox, last line)
                 height = page.rect.height or 1.0
-                for b in page.get_text("dict", flags=text_flags(), sort=True)["blocks"]:
-                    if b.get("type") != 0:
-                        continue
+                found = page.get_text("dict", flags=text_flags(), sort=True)["blocks"]
+                for b in reading_order([b for b in found if b.get("type") == 0], page.rect.width):
                     lines = []
                     big = 0.0
                     for line in b["lines"]:

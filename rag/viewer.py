@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rag.extract import extract_bytes
-from rag.pdf import CONTROL, compose, drop_furniture, join_continued, page_break, text_flags
+from rag.pdf import CONTROL, compose, drop_furniture, join_continued, page_break, reading_order, text_flags
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points
 
@@ -145,9 +145,8 @@ def pdf_layout(data: bytes) -> tuple[str, list[tuple[int, Box] | None]]:
         for pno, page in enumerate(doc, start=1):
             height = page.rect.height or 1.0
             raw: list[tuple] = []  # ((chars, their boxes), largest font size, bbox, the last line's text)
-            for b in page.get_text("rawdict", flags=text_flags(), sort=True)["blocks"]:
-                if b.get("type") != 0:
-                    continue
+            found = page.get_text("rawdict", flags=text_flags(), sort=True)["blocks"]
+            for b in reading_order([b for b in found if b.get("type") == 0], page.rect.width):
                 chars: list[str] = []
                 boxes: list[tuple[int, Box] | None] = []
                 big = 0.0

@@ -490,3 +490,56 @@ def test_front_matter_setext_and_fences_keep_offsets_on_random_markdown(with_fro
         assert any(s.start <= c.start and c.end <= s.end for s in doc.sections)
     if with_front and not any(ln == "===" or re.match(r"\s*#\s", ln) for ln in lines):
         assert doc.title == "Random"  # no `#` heading (ATX or setext) can exist: the front matter names it
+
+
+LEFT = ("Estuaries mix fresh river water with salt water from the sea. The mixing zone moves with every tide "
+        "and with the river's flow after heavy rain. Salt marshes line the shallow banks of the estuary and "
+        "trap the fine silt that the river carries down from the hills.")
+RIGHT = ("Oyster beds need water that is neither too fresh nor too salty. Farmers therefore move their trays "
+         "twice a year, following the mixing zone up and down the estuary. A cold winter can kill a whole "
+         "year of young oysters in a single week of frost.")
+
+
+CARRIED = ("In a hard winter the farmers lift the oyster trays out of the water and keep them in sheds",
+           "until the frost has left the estuary. The trays go back in March.")
+
+
+def two_column_pdf() -> bytes:
+    doc = pymupdf.open()
+    page = doc.new_page()  # A4-ish, 595 x 842
+    page.insert_text((72, 60), "Tides and oysters in a small estuary", fontsize=16)
+    page.insert_textbox(pymupdf.Rect(72, 80, 523, 120), "Abstract. How the tide moves the oyster farms of an "
+                        "estuary, read from ten years of field notes.", fontsize=10)
+    # Two paragraphs a column, the right column's second starting above the left's: sorted by height alone
+    # (pymupdf's sort), the paragraphs of the two columns interleave.
+    for rect, column in ((pymupdf.Rect(72, 140, 290, 420), LEFT), (pymupdf.Rect(305, 140, 523, 420), RIGHT)):
+        first, second = column.split(". ", 1)
+        page.insert_textbox(rect, first + ".", fontsize=10)
+        page.insert_textbox(pymupdf.Rect(rect.x0, rect.y0 + (50 if column is LEFT else 36), rect.x1, rect.y1),
+                            second, fontsize=10)
+    page.insert_text((30, 600), "arXiv:0000.00000v1 [q-bio] 1 Jan 2026", fontsize=9, rotate=90)  # the side stamp
+    page = doc.new_page()  # a sentence that goes on from the foot of the left column to the top of the right
+    page.insert_textbox(pymupdf.Rect(72, 72, 290, 400), RIGHT, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(72, 700, 290, 800), CARRIED[0], fontsize=10)
+    page.insert_textbox(pymupdf.Rect(305, 72, 523, 200), CARRIED[1], fontsize=10)
+    page.insert_textbox(pymupdf.Rect(305, 300, 523, 800), LEFT, fontsize=10)
+    data = doc.tobytes()
+    doc.close()
+    return data
+
+
+def test_two_columns_are_read_one_after_the_other_and_every_sentence_stays_whole():
+    data = two_column_pdf()
+    extracted = extract_bytes(data, "estuary.pdf")
+    text = " ".join(extracted.text.split())
+    assert text.index("Abstract.") < text.index(LEFT[:30]) < text.index(LEFT[-30:]) < text.index(RIGHT[:30]) \
+        < text.index(RIGHT[-30:])
+    chunks = chunk_document(extracted, strategy("E"))
+    for column in (LEFT, RIGHT):  # each sentence of each column whole inside one chunk
+        for sentence in re.findall(r"[^.]+\.", column):
+            assert any(sentence.strip() in " ".join(c.content.split()) for c in chunks), sentence
+    assert "arXiv" not in extracted.text  # the side stamp is not text of the paper
+    assert any(" ".join(CARRIED).split(". ")[0] in " ".join(c.content.split()) for c in chunks)  # over the columns
+    from rag.viewer import pdf_layout
+    rebuilt, boxes = pdf_layout(data)  # the viewer reads the same order, so it can mark every passage
+    assert rebuilt == extracted.text and len(boxes) == len(rebuilt)
