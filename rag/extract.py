@@ -39,7 +39,7 @@ from markdown_it import MarkdownIt
 
 SUPPORTED = {".md": "md", ".markdown": "md", ".txt": "txt", ".pdf": "pdf"}
 EXTRACTOR_VERSIONS = {"md": "md-2", "txt": "txt-2", "pdf": "pdf-4"}  # txt-2: headings read from lines' shape;
-# pdf-4: ligatures read as their letters, combining accents composed (rag.pdf.text_flags, compose)
+# pdf-4: ligatures read as their letters, combining accents composed, columns one after the other (rag.pdf)
 TITLE_MAX = 80  # a first line longer than this is a paragraph, not a title
 
 
