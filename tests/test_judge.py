@@ -140,6 +140,15 @@ def test_a_tiny_training_run_produces_a_judge_that_loads(tmp_path):
     scores = judge.score("When is the kiln fired?", ["The kiln is fired every Thursday.", "Bread."])
     assert len(scores) == 2 and all(isinstance(s, float) for s in scores)
     assert judge.stamp != load_judge().stamp
+    # A second stage starts from that judge, not from the embedder, and its card says what it started from.
+    second = tmp_path / "judge2"
+    proc = subprocess.run([sys.executable, str(ROOT / "lab" / "train_judge.py"), "--out", str(second), "--langs", "en",
+                           "--init", str(out), "--near-share", "1", "--max-pairs", "16", "--dev-pairs", "0",
+                           "--batch", "16", "--max-length", "128"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    card2 = json.loads((second / "training.json").read_text(encoding="utf-8"))
+    assert card2["first_stage"]["pairs"] == 32 and card2["near_share"] == 1.0 and card2["recipe"]["steps"] == 1
+    assert Judge(second, languages=["en"]).stamp not in (judge.stamp, load_judge().stamp)
 
 
 def test_a_language_the_judge_does_not_read_falls_back_to_the_word_tests(make_engine, tmp_path):
