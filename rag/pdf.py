@@ -66,10 +66,30 @@ def compose(text: str, boxes: list | None = None) -> tuple[str, list | None]:
     return "".join(out), (kept if boxes is not None else None)
 
 
+LINE_END_HYPHEN = re.compile(r"(\w)-\n(\w)")
+
+
+def line_end_hyphen(text: str, m: re.Match) -> str:
+    r"""What a hyphen at the end of a line (matched by LINE_END_HYPHEN in `text`) becomes: the two letters
+    joined ("exam-\nple": "example"), or joined with the hyphen kept when it is part of the word: the word
+    before it already holds one ("state-of-the-\nart"), or a capital or a digit stands beside it ("R-\nCNN",
+    "COVID-\n19", "Anglo-\nSaxon"). A lower-case compound broken at its own hyphen ("top-\ndown") cannot be
+    told from a broken word without a dictionary, and is joined.
+
+    >>> t = "exam-\nple, state-of-the-\nart and Fast R-\nCNN"
+    >>> LINE_END_HYPHEN.sub(lambda m: line_end_hyphen(t, m), t)
+    'example, state-of-the-art and Fast R-CNN'
+    """
+    left = re.search(r"[\w-]*$", text[:m.start() + 1]).group()
+    beside = m.group(1) + m.group(2)
+    keep = "-" in left or any(c.isupper() or c.isdigit() for c in beside)
+    return m.group(1) + ("-" if keep else "") + m.group(2)
+
+
 def _normalise_block(text: str) -> str:
     # Lines inside a block are wrapped prose: join them, keeping words apart; undo "exam-\nple".
     text = CONTROL.sub("", compose(text)[0])
-    text = re.sub(r"(\w)-\n(\w)", r"\1\2", text)
+    text = LINE_END_HYPHEN.sub(lambda m: line_end_hyphen(text, m), text)
     return re.sub(r"\s*\n\s*", " ", text).strip()
 
 
@@ -335,14 +355,25 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
 
 def drop_furniture(pages: list[list[tuple]]) -> list[list[tuple]]:
     """Drop running headers and footers: blocks in the top or bottom margin whose digit-blind text
-    repeats on most pages ("Handbook — page 3" and "Handbook — page 4" are the same furniture)."""
-    if len(pages) < 3:
-        return pages
+    repeats on most pages ("Handbook — page 3" and "Handbook — page 4" are the same furniture), or on two
+    pages or more with its number changing (a chapter's running header, "1. INTRODUCTION 4", "… 5", on that
+    chapter's pages only).
+
+    >>> page = lambda *blocks: [(t, 10, True, 72) for t in blocks]
+    >>> drop_furniture([page("1. INTRODUCTION 4", "Body."), page("1. INTRODUCTION 5"), page("2. METHODS 6")])
+    [[('Body.', 10, True, 72)], [], [('2. METHODS 6', 10, True, 72)]]
+    """
     seen: Counter[str] = Counter()
+    numbers: dict[str, set[str]] = {}
     for blocks in pages:
+        for b in blocks:
+            if b[2]:
+                key = _furniture_key(b[0])
+                numbers.setdefault(key, set()).add(" ".join(re.findall(r"\d+", b[0])))
         seen.update({_furniture_key(b[0]) for b in blocks if b[2]})
     limit = max(3, int(0.6 * len(pages)))
-    furniture = {k for k, n in seen.items() if n >= limit and len(k) <= 120}
+    furniture = {k for k, n in seen.items() if len(k) <= 120 and (
+        n >= limit and len(pages) >= 3 or n >= 2 and "#" in k and len(numbers[k]) == n)}
     if not furniture:
         return pages
     return [[b for b in blocks if not (b[2] and _furniture_key(b[0]) in furniture)] for blocks in pages]

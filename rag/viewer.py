@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Sequence
 
 from rag.extract import extract_bytes
-from rag.pdf import CONTROL, compose, drop_furniture, join_continued, page_break, reading_order, text_flags
+from rag.pdf import (CONTROL, LINE_END_HYPHEN, compose, drop_furniture, join_continued, line_end_hyphen, page_break,
+                     reading_order, text_flags)
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points
 
@@ -196,8 +197,8 @@ def _normalise_tracked(text: str, boxes: list) -> tuple[str, list]:
     """`rag.pdf._normalise_block` applied to text whose characters carry boxes, keeping them aligned."""
     text, boxes = compose(text, boxes)
     text, boxes = _sub(CONTROL, lambda m: "", text, boxes)
-    # "exam-\nple" -> "example": the hyphen and the line break go.
-    text, boxes = _sub(re.compile(r"(\w)-\n(\w)"), lambda m: m.group(1) + m.group(2), text, boxes, keep_ends=True)
+    # "exam-\nple" -> "example": the hyphen (unless it belongs to the word) and the line break go.
+    text, boxes = _sub(LINE_END_HYPHEN, lambda m: line_end_hyphen(text, m), text, boxes, keep_ends=True)
     text, boxes = _sub(re.compile(r"\s*\n\s*"), lambda m: " ", text, boxes)
     left = len(text) - len(text.lstrip())
     right = len(text.rstrip())
@@ -215,6 +216,8 @@ def _sub(pattern: re.Pattern, repl, text: str, boxes: list, keep_ends: bool = Fa
         out.append(new)
         if keep_ends and len(new) == 2:
             out_boxes += [boxes[m.start()], boxes[m.end() - 1]]
+        elif keep_ends and len(new) == 3:  # a hyphen kept ("R-CNN"): it keeps its box too
+            out_boxes += [boxes[m.start()], boxes[m.start() + 1], boxes[m.end() - 1]]
         else:
             out_boxes += [None] * len(new)
         pos = m.end()

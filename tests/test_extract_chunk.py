@@ -543,3 +543,30 @@ def test_two_columns_are_read_one_after_the_other_and_every_sentence_stays_whole
     from rag.viewer import pdf_layout
     rebuilt, boxes = pdf_layout(data)  # the viewer reads the same order, so it can mark every passage
     assert rebuilt == extracted.text and len(boxes) == len(rebuilt)
+
+
+def test_a_chapter_running_header_on_two_pages_is_dropped_and_real_hyphens_stay():
+    doc = pymupdf.open()
+    lines = [["We trained the Fast R-", "CNN detector with a state-of-the-", "art schedule and a new classi-",
+              "fication of the boxes, as COVID-", "19 closed the lab."],
+             ["The second chapter measures the boxes again and finds the same."],
+             ["The third page closes the chapter with a short summary of the boxes."]]
+    for n, (header, body) in enumerate(zip(["1. INTRODUCTION 4", "1. INTRODUCTION 5", "2. METHODS 6"], lines)):
+        page = doc.new_page()
+        page.insert_text((72, 50), header, fontsize=9)  # the chapter's running header: on 2 of 3 pages
+        for i, line in enumerate(body):
+            page.insert_text((72, 120 + 14 * i), line, fontsize=11)
+    data = doc.tobytes()
+    doc.close()
+    extracted = extract_bytes(data, "thesis.pdf")
+    text = extracted.text
+    assert "INTRODUCTION" not in text  # 2 pages, its page number changing: furniture
+    assert "2. METHODS 6" in text  # once only: may be a heading, kept
+    flat = " ".join(text.split())
+    assert "Fast R-CNN detector with a state-of-the-art schedule and a new classification of the boxes, " \
+           "as COVID-19 closed the lab." in flat
+    from rag.viewer import pdf_layout
+    rebuilt, boxes = pdf_layout(data)
+    assert rebuilt == text and len(boxes) == len(text)
+    at = text.index("R-CNN")  # the viewer marks the kept hyphen with the letters beside it
+    assert all(boxes[i] is not None for i in range(at, at + len("R-CNN")))
