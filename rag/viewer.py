@@ -35,7 +35,7 @@ from typing import Sequence
 
 from rag.extract import extract_bytes
 from rag.pdf import (CONTROL, LINE_END_HYPHEN, compose, drop_furniture, join_continued, line_end_hyphen, page_break,
-                     reading_order, text_flags)
+                     place_footnotes, reading_order, text_flags)
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points
 
@@ -178,7 +178,7 @@ def pdf_layout(data: bytes) -> tuple[str, list[tuple[int, Box] | None]]:
     out_text: list[str] = []
     out_boxes: list[tuple[int, Box] | None] = []
     last = None
-    for blocks in drop_furniture(pages):
+    for blocks in place_footnotes(drop_furniture(pages)):
         if out_text:  # as rag.extract: nothing before the first text, however many empty pages come first
             sep = page_break(last, blocks[0] if blocks else None)
             out_text.append(sep)

@@ -570,3 +570,27 @@ def test_a_chapter_running_header_on_two_pages_is_dropped_and_real_hyphens_stay(
     assert rebuilt == text and len(boxes) == len(text)
     at = text.index("R-CNN")  # the viewer marks the kept hyphen with the letters beside it
     assert all(boxes[i] is not None for i in range(at, at + len("R-CNN")))
+
+
+def test_a_footnote_at_a_page_break_does_not_cut_the_sentence_that_runs_over_it():
+    first = ("The clinic's records show that every patient who was referred before the end of the month was seen "
+             "by a specialist and that the waiting list fell, so the board decided to")
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 660), "Referrals", fontsize=16)  # a heading: sections by font, not one per page
+    page.insert_textbox(pymupdf.Rect(72, 700, 520, 760), first + "¹", fontsize=11)
+    page.insert_text((72, 800), "1 Article 3 of the clinic's rules sets the deadline.", fontsize=8)  # the footnote
+    page = doc.new_page()
+    page.insert_textbox(pymupdf.Rect(72, 72, 520, 120), "extend the programme to the other two towns.", fontsize=11)
+    page.insert_textbox(pymupdf.Rect(72, 140, 520, 200), "The towns agreed in June.", fontsize=11)
+    data = doc.tobytes()
+    doc.close()
+    extracted = extract_bytes(data, "clinic.pdf")
+    flat = " ".join(extracted.text.split())
+    assert "so the board decided to¹ extend the programme to the other two towns." in flat  # whole
+    assert "\n\n1 Article 3 of the clinic's rules sets the deadline.\n\n" in extracted.text  # a paragraph of its own
+    chunks = chunk_document(extracted, strategy("E"))
+    assert any("decided to¹ extend the programme" in " ".join(c.content.split()) for c in chunks)
+    from rag.viewer import pdf_layout
+    rebuilt, boxes = pdf_layout(data)
+    assert rebuilt == extracted.text and len(boxes) == len(rebuilt)
