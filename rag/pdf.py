@@ -327,9 +327,10 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
     text = "".join(parts)
     heads.sort()
 
-    # The title: the PDF's own, else a lone top-level outline entry or the one big-font heading.
+    # The title: the PDF's own, else a lone top-level outline entry or the one big-font heading, else the
+    # largest type on the first page with text (a paper's title over headings as large as each other).
     tops = [h[3] for h in heads if h[2] == 1]
-    title = meta_title or (tops[0] if len(tops) == 1 else "") or \
+    title = meta_title or (tops[0] if len(tops) == 1 else "") or _first_page_title(pages, body_size) or \
         title_from_first_line("" if heads else text, name)[0]
     sections: list[Section] = []
     if heads:
@@ -351,6 +352,19 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
     return Extracted(name=name, kind="pdf", title=title, text=text, sections=sections,
                      version=EXTRACTOR_VERSIONS["pdf"], page_starts=page_starts, pages=len(pages),
                      empty_pages=empty, warnings=warnings)
+
+
+def _first_page_title(pages: list[list[tuple]], body_size: float) -> str:
+    """The block in the largest type on the first page with text, when it is a heading's size (a fifth or
+    more over the body's) and a title's length, alone in that size there; else ""."""
+    first = next((blocks for blocks in pages if blocks), [])
+    if not first or not body_size:
+        return ""
+    big = max(b[1] for b in first)
+    top = [b for b in first if b[1] == big]
+    if len(top) != 1 or big < 1.2 * body_size or len(top[0][0]) > TITLE_MAX or top[0][0].endswith("."):
+        return ""
+    return clean_heading(top[0][0])
 
 
 def drop_furniture(pages: list[list[tuple]]) -> list[list[tuple]]:

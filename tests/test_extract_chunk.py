@@ -594,3 +594,17 @@ def test_a_footnote_at_a_page_break_does_not_cut_the_sentence_that_runs_over_it(
     from rag.viewer import pdf_layout
     rebuilt, boxes = pdf_layout(data)
     assert rebuilt == extracted.text and len(boxes) == len(rebuilt)
+
+
+def test_a_pdf_without_a_title_in_its_metadata_takes_the_largest_type_on_its_first_page():
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 60), "Oyster farming in the Quarnelia estuary", fontsize=20)
+    for i, (head, body) in enumerate([("1 Introduction", "Oysters need brackish water all year round."),
+                                      ("2 Methods", "Trays were weighed every month for ten years.")]):
+        page.insert_text((72, 120 + 120 * i), head, fontsize=14)  # two headings as large as each other
+        page.insert_textbox(pymupdf.Rect(72, 140 + 120 * i, 520, 220 + 120 * i), body, fontsize=10)
+    doc.set_metadata({"title": ""})
+    data = doc.tobytes()
+    doc.close()
+    assert extract_bytes(data, "paper-v2-final.pdf").title == "Oyster farming in the Quarnelia estuary"
