@@ -356,13 +356,16 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
 
 def _first_page_title(pages: list[list[tuple]], body_size: float) -> str:
     """The block in the largest type on the first page with text, when it is a heading's size (a fifth or
-    more over the body's) and a title's length, alone in that size there; else ""."""
+    more over the body's), a title's length, and larger than every other block of the document (a heading
+    as large on the next page makes it the first of the sections, not the title); else ""."""
     first = next((blocks for blocks in pages if blocks), [])
     if not first or not body_size:
         return ""
     big = max(b[1] for b in first)
     top = [b for b in first if b[1] == big]
-    if len(top) != 1 or big < 1.2 * body_size or len(top[0][0]) > TITLE_MAX or top[0][0].endswith("."):
+    others = [b[1] for blocks in pages for b in blocks if b is not top[0]]
+    if len(top) != 1 or big < 1.2 * body_size or len(top[0][0]) > TITLE_MAX or top[0][0].endswith(".") or \
+            others and max(others) >= big:
         return ""
     return clean_heading(top[0][0])
 
