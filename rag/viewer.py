@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Sequence
 
 from rag.extract import extract_bytes
-from rag.pdf import (CONTROL, LINE_END_HYPHEN, compose, drop_furniture, join_continued, line_end_hyphen, page_break,
-                     place_footnotes, reading_order, text_flags)
+from rag.pdf import (CELL_GAP, CONTROL, LINE_END_HYPHEN, compose, drop_furniture, is_row, join_continued,
+                     line_end_hyphen, page_break, place_footnotes, reading_order, text_flags)
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points
 
@@ -152,10 +152,12 @@ def pdf_layout(data: bytes) -> tuple[str, list[tuple[int, Box] | None]]:
                 boxes: list[tuple[int, Box] | None] = []
                 big = 0.0
                 last = ""
+                row = is_row(b)
+                gap = CELL_GAP if row else "\n"  # as the extractor joins a block's lines
                 for i, line in enumerate(b["lines"]):
                     if i:
-                        chars.append("\n")
-                        boxes.append(None)
+                        chars.extend(gap)
+                        boxes.extend([None] * len(gap))
                     last = "".join(c["c"] for span in line["spans"] for c in span["chars"])
                     for span in line["spans"]:
                         if "".join(c["c"] for c in span["chars"]).strip():
@@ -164,11 +166,11 @@ def pdf_layout(data: bytes) -> tuple[str, list[tuple[int, Box] | None]]:
                             chars.append(c["c"])
                             boxes.append((pno, tuple(c["bbox"])))
                 if b["lines"]:
-                    raw.append(((chars, boxes), big, tuple(b["bbox"]), last))
+                    raw.append(((chars, boxes), big, tuple(b["bbox"]), "".join(chars) if row else last, row))
             blocks = []
             # Lines of one sentence in blocks of their own are joined as rag.extract joins them.
             joined = join_continued(raw, lambda a, b: (a[0] + ["\n"] + b[0], a[1] + [None] + b[1]))
-            for (chars, boxes), big, (x0, y0, _, y1), _ in joined:
+            for (chars, boxes), big, (x0, y0, _, y1), _, _ in joined:
                 text, kept = _normalise_tracked("".join(chars), boxes)
                 if text:
                     triple = (text, big, y1 < 0.12 * height or y0 > 0.88 * height, x0)

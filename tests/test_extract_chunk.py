@@ -608,3 +608,31 @@ def test_a_pdf_without_a_title_in_its_metadata_takes_the_largest_type_on_its_fir
     data = doc.tobytes()
     doc.close()
     assert extract_bytes(data, "paper-v2-final.pdf").title == "Oyster farming in the Quarnelia estuary"
+
+
+def test_a_table_is_read_a_row_a_paragraph_with_its_cells_apart():
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 60), "Specifications", fontsize=14)
+    rows = [("Model", "Weight", "Memory"), ("H100", "1.2 kg", "80 GB"), ("H200", "1.3 kg", "141 GB")]
+    x = [72, 200, 320, 440]
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row):
+            page.draw_rect(pymupdf.Rect(x[c], 100 + 20 * r, x[c + 1], 120 + 20 * r), color=(0, 0, 0), width=0.5)
+            page.insert_text((x[c] + 4, 114 + 20 * r), cell, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(72, 200, 520, 260), "The H200 carries more memory than the H100 at almost "
+                        "the same weight.", fontsize=10)
+    data = doc.tobytes()
+    doc.close()
+    extracted = extract_bytes(data, "specs.pdf")
+    # Each row a paragraph of its own, its cells apart; not one run "Model Weight Memory H100 1.2 kg ...".
+    assert "Model | Weight | Memory\n\nH100 | 1.2 kg | 80 GB\n\nH200 | 1.3 kg | 141 GB\n\nThe H200 carries" \
+        in extracted.text
+    from rag.viewer import pdf_layout, marks_for
+    rebuilt, boxes = pdf_layout(data)
+    assert rebuilt == extracted.text
+    at = rebuilt.index("H200 | 1.3 kg")  # a row is marked cell by cell, the gaps between them unmarked
+    marks = marks_for(boxes[at:at + len("H200 | 1.3 kg | 141 GB")])
+    with pymupdf.open(stream=data, filetype="pdf") as pdf:
+        under = " ".join(pdf[0].get_textbox(pymupdf.Rect(r)) for m in marks for r in m.rects)
+    assert " ".join(under.split()) == "H200 1.3 kg 141 GB"
