@@ -310,7 +310,9 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
         except Exception as exc:
             raise ExtractionError(f"the PDF could not be read: {exc}") from None
 
-    pages = place_footnotes(drop_furniture(pages))
+    pages = drop_furniture(pages)
+    notes = footnotes(pages)
+    pages = place_footnotes(pages)
     empty = sum(1 for p in pages if not p)
     if empty == len(pages):
         raise ExtractionError(
@@ -321,6 +323,7 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
     parts: list[str] = []
     page_starts: list[int] = []
     heads: list[tuple[int, int, int, str]] = []  # (block start, block end, level, text)
+    note_spans: list[tuple[int, int]] = []  # footnotes: each a section of its own
     pos = 0
     toc_by_page: dict[int, list[tuple[int, str]]] = {}
     for lvl, title, pno in toc:
@@ -334,10 +337,13 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
         page_starts.append(pos)
         wanted = list(toc_by_page.get(pno, []))
         last = blocks[-1] if blocks else None
-        for i, (text, big, *_) in enumerate(blocks):
+        for i, block in enumerate(blocks):
+            text, big = block[0], block[1]
             if i:
                 parts.append("\n\n")
                 pos += 2
+            if id(block) in notes:
+                note_spans.append((pos, pos + len(text)))
             if toc:
                 for w in wanted:
                     if _furniture_key(text).startswith(_furniture_key(w[1])[:40]) and len(text) <= len(w[1]) + 20:
@@ -375,10 +381,30 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
         for i, s in enumerate(page_starts):
             e = page_starts[i + 1] - 2 if i + 1 < len(page_starts) else len(text)
             sections.append(Section(s, e, (f"Page {i + 1}",)))
-    sections = [s for s in sections if text[s.start:s.end].strip()]
+    sections = [s for s in _notes_apart(sections, note_spans) if text[s.start:s.end].strip()]
     return Extracted(name=name, kind="pdf", title=title, text=text, sections=sections,
                      version=EXTRACTOR_VERSIONS["pdf"], page_starts=page_starts, pages=len(pages),
                      empty_pages=empty, warnings=warnings)
+
+
+def _notes_apart(sections: list[Section], notes: list[tuple[int, int]]) -> list[Section]:
+    """The sections with each footnote cut out as a section of its own (path: its section's, then "Footnote"),
+    so that the chunker, which never crosses a section, keeps it out of the body's chunks.
+
+    >>> _notes_apart([Section(0, 100, ("Rules",))], [(40, 60)])
+    [Section(start=0, end=38, path=('Rules',)), Section(start=40, end=60, path=('Rules', 'Footnote')), \
+Section(start=62, end=100, path=('Rules',))]
+    """
+    for a, b in notes:
+        out = []
+        for s in sections:
+            if s.start <= a and b <= s.end and s.path[-1:] != ("Footnote",):
+                out += [Section(s.start, max(s.start, a - 2), s.path), Section(a, b, s.path + ("Footnote",)),
+                        Section(min(b + 2, s.end), s.end, s.path)]
+            else:
+                out.append(s)
+        sections = out
+    return [s for s in sections if s.end > s.start]
 
 
 def _first_page_title(pages: list[list[tuple]], body_size: float) -> str:
@@ -423,16 +449,34 @@ def drop_furniture(pages: list[list[tuple]]) -> list[list[tuple]]:
     return [[b for b in blocks if not (b[2] and _furniture_key(b[0]) in furniture)] for blocks in pages]
 
 
-_NOTE_MARK = re.compile(r"^(\d{1,3}|[*†‡§]|[¹²³⁴⁵⁶⁷⁸⁹⁰]+)\s*\S")
+_NOTE_MARK = re.compile(r"^(\d{1,3}|[*†‡§]|[¹²³⁴⁵⁶⁷⁸⁹⁰]+)\s*[^\W\d]")  # "1 Article…", "*Ver…", "¹Art." (not "12")
+
+
+def footnotes(pages: list[list[tuple]]) -> set[int]:
+    """The ids of the blocks that are footnotes: those that close a page in a smaller type than the body's
+    (by a point or more) and start with a note mark ("1", "*", "†", "¹") and a word. Blocks: (text, largest
+    font size, in a margin, left edge), as `page_break` reads them; the body's size is the commonest, by
+    characters."""
+    sizes: Counter[float] = Counter()
+    for blocks in pages:
+        for b in blocks:
+            sizes[b[1]] += len(b[0])
+    if not sizes:
+        return set()
+    body = sizes.most_common(1)[0][0]
+    out: set[int] = set()
+    for blocks in pages:
+        k = len(blocks)
+        while k > 1 and blocks[k - 1][1] <= body - 1 and _NOTE_MARK.match(blocks[k - 1][0]):
+            k -= 1
+        out.update(id(b) for b in blocks[k:])
+    return out
 
 
 def place_footnotes(pages: list[list[tuple]]) -> list[list[tuple]]:
-    """Keep a sentence that runs over a page break whole when the page ends with footnotes: they are moved
-    to just after the block that finishes the sentence on the next page. Footnotes are the blocks that
-    close a page in a smaller type than the body's (by a point or more) and start with a note mark ("1",
-    "*", "†", "¹"). Blocks: (text, largest font size, in a margin, left edge), as `page_break` reads them;
-    the body's size is the commonest, by characters. Elsewhere footnotes stay where they are, paragraphs
-    of their own.
+    """Keep a sentence that runs over a page break whole when the page ends with footnotes (`footnotes`):
+    they are moved to just after the block that finishes the sentence on the next page. Elsewhere they stay
+    where they are; the extractor makes each a section of its own, so no chunk mixes one with the body.
 
     >>> body = "The records kept by the office show that every parcel sent back before the deadline was"
     >>> pages = [[(body, 11, False, 72), ("1 Article 3 of the rules.", 8, True, 72)],
@@ -440,22 +484,13 @@ def place_footnotes(pages: list[list[tuple]]) -> list[list[tuple]]:
     >>> [[b[0][:12] for b in p] for p in place_footnotes(pages)]
     [['The records '], ['refunded wit', '1 Article 3 ', 'Next.']]
     """
-    sizes: Counter[float] = Counter()
-    for blocks in pages:
-        for b in blocks:
-            sizes[b[1]] += len(b[0])
-    if not sizes:
-        return pages
-    body = sizes.most_common(1)[0][0]
+    notes = footnotes(pages)
     out = [list(blocks) for blocks in pages]
     for n in range(len(out) - 1):
-        blocks = out[n]
-        k = len(blocks)
-        while k > 0 and blocks[k - 1][1] <= body - 1 and _NOTE_MARK.match(blocks[k - 1][0]):
-            k -= 1
-        notes, rest = blocks[k:], blocks[:k]
-        if not notes or not rest or not out[n + 1] or page_break(rest[-1], out[n + 1][0]) != " ":
+        rest = [b for b in out[n] if id(b) not in notes]
+        moved = [b for b in out[n] if id(b) in notes]
+        if not moved or not rest or not out[n + 1] or page_break(rest[-1], out[n + 1][0]) != " ":
             continue
         out[n] = rest
-        out[n + 1] = out[n + 1][:1] + notes + out[n + 1][1:]
+        out[n + 1] = out[n + 1][:1] + moved + out[n + 1][1:]
     return out

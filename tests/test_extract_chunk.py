@@ -572,7 +572,7 @@ def test_a_chapter_running_header_on_two_pages_is_dropped_and_real_hyphens_stay(
     assert all(boxes[i] is not None for i in range(at, at + len("R-CNN")))
 
 
-def test_a_footnote_at_a_page_break_does_not_cut_the_sentence_that_runs_over_it():
+def test_a_footnote_at_a_page_break_does_not_cut_the_sentence_that_runs_over_it_and_is_a_chunk_of_its_own():
     first = ("The clinic's records show that every patient who was referred before the end of the month was seen "
              "by a specialist and that the waiting list fell, so the board decided to")
     doc = pymupdf.open()
@@ -591,6 +591,9 @@ def test_a_footnote_at_a_page_break_does_not_cut_the_sentence_that_runs_over_it(
     assert "\n\n1 Article 3 of the clinic's rules sets the deadline.\n\n" in extracted.text  # a paragraph of its own
     chunks = chunk_document(extracted, strategy("E"))
     assert any("decided to¹ extend the programme" in " ".join(c.content.split()) for c in chunks)
+    note = [c for c in chunks if "Article 3" in c.content]  # the footnote is a chunk of its own
+    assert [c.content for c in note] == ["1 Article 3 of the clinic's rules sets the deadline."]
+    assert note[0].section.endswith("Footnote")
     from rag.viewer import pdf_layout
     rebuilt, boxes = pdf_layout(data)
     assert rebuilt == extracted.text and len(boxes) == len(rebuilt)
