@@ -177,13 +177,16 @@ CELL_GAP = " | "  # between the cells of a table's row, where the lines of a pro
 
 def is_row(block: dict) -> bool:
     """Whether a pymupdf text block is a table's row: two lines or more side by side on one baseline (pymupdf
-    gives each cell a line), rather than lines under each other. Its cells are then joined by CELL_GAP, not
-    run together as words of one sentence ("Weight 1.3 kg Memory 141 GB").
+    gives each cell a line), a line's height apart or more (wider than any space between words of a
+    justified line), rather than lines under each other. Its cells are then joined by CELL_GAP, not run
+    together as words of one sentence ("Weight 1.3 kg Memory 141 GB").
 
     >>> line = lambda x0, x1, y=100: {"bbox": (x0, y, x1, y + 12)}
     >>> is_row({"lines": [line(76, 110), line(204, 240), line(324, 360)]})
     True
     >>> is_row({"lines": [line(72, 500), line(72, 300, 114)]})  # a paragraph's two lines
+    False
+    >>> is_row({"lines": [line(72, 300), line(304, 500)]})  # one line, split at a word gap
     False
     """
     lines = [ln["bbox"] for ln in block["lines"]]
@@ -192,7 +195,7 @@ def is_row(block: dict) -> bool:
     height = min(b[3] - b[1] for b in lines) or 1.0
     middle = (lines[0][1] + lines[0][3]) / 2
     return all(abs((b[1] + b[3]) / 2 - middle) < height / 2 for b in lines) and \
-        all(b[0] >= a[2] - 1 for a, b in zip(lines, lines[1:]))
+        all(b[0] - a[2] >= height for a, b in zip(lines, lines[1:]))
 
 
 def reading_order(blocks: list[dict], width: float) -> list[dict]:
