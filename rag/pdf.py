@@ -206,9 +206,10 @@ def reading_order(blocks: list[dict], width: float) -> list[dict]:
     right) where that parts columns, else across it at the widest gap (a band above, then the one below);
     each part is cut again. A cut down the page must leave prose on both sides (a block of two lines or
     more) over at least a third of the part's height, so a table's cells stay in rows (as pymupdf sorts
-    them) and a line's short pieces stay together. Without a cut, blocks go top to bottom, left to right. Text that does not run left to right
-    comes last, and in the outer tenth of the page's width it is dropped: a side stamp ("arXiv:1504.08083v2
-    [cs.CV] 27 Sep 2015") is not part of the text, nor the section of the paper.
+    them) and a line's short pieces stay together. Without a cut, blocks go top to bottom, left to right.
+    Text that does not run left to right comes last, and in the outer tenth of the page's width it is
+    dropped: a side stamp ("arXiv:1504.08083v2 [cs.CV] 27 Sep 2015") is not part of the text, nor the
+    section of the paper.
 
     >>> b = lambda x0, y0, x1, y1, n=3: {"bbox": (x0, y0, x1, y1), "lines": [{"dir": (1, 0)}] * n}
     >>> page = [b(72, 40, 520, 60, 1), b(72, 80, 290, 300), b(310, 80, 520, 300), b(72, 310, 290, 500)]
@@ -315,7 +316,7 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
 
     pages = drop_furniture(pages)
     notes = footnotes(pages)
-    pages = place_footnotes(pages)
+    pages = place_footnotes(pages, notes)
     empty = sum(1 for p in pages if not p)
     if empty == len(pages):
         raise ExtractionError(
@@ -476,10 +477,11 @@ def footnotes(pages: list[list[tuple]]) -> set[int]:
     return out
 
 
-def place_footnotes(pages: list[list[tuple]]) -> list[list[tuple]]:
-    """Keep a sentence that runs over a page break whole when the page ends with footnotes (`footnotes`):
-    they are moved to just after the block that finishes the sentence on the next page. Elsewhere they stay
-    where they are; the extractor makes each a section of its own, so no chunk mixes one with the body.
+def place_footnotes(pages: list[list[tuple]], notes: set[int] | None = None) -> list[list[tuple]]:
+    """Keep a sentence that runs over a page break whole when the page ends with footnotes (`notes`, by
+    default `footnotes(pages)`): they are moved to just after the block that finishes the sentence on the
+    next page. Elsewhere they stay where they are; the extractor makes each a section of its own, so no
+    chunk mixes one with the body.
 
     >>> body = "The records kept by the office show that every parcel sent back before the deadline was"
     >>> pages = [[(body, 11, False, 72), ("1 Article 3 of the rules.", 8, True, 72)],
@@ -487,7 +489,7 @@ def place_footnotes(pages: list[list[tuple]]) -> list[list[tuple]]:
     >>> [[b[0][:12] for b in p] for p in place_footnotes(pages)]
     [['The records '], ['refunded wit', '1 Article 3 ', 'Next.']]
     """
-    notes = footnotes(pages)
+    notes = footnotes(pages) if notes is None else notes
     out = [list(blocks) for blocks in pages]
     for n in range(len(out) - 1):
         rest = [b for b in out[n] if id(b) not in notes]
