@@ -209,7 +209,8 @@ def _normalise_tracked(text: str, boxes: list) -> tuple[str, list]:
 
 def _sub(pattern: re.Pattern, repl, text: str, boxes: list, keep_ends: bool = False) -> tuple[str, list]:
     """re.sub with the boxes carried along: replaced characters get None, except (with `keep_ends`) a
-    match's first and last characters, which stay themselves (the de-hyphenation keeps its letters)."""
+    match's first and last characters, which stay themselves (the de-hyphenation keeps its letters), and a
+    kept hyphen between them."""
     out, out_boxes, pos = [], [], 0
     for m in pattern.finditer(text):
         out.append(text[pos:m.start()])
