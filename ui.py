@@ -307,11 +307,13 @@ def threshold_slider(calibrated: float, **kwargs) -> float:
 # --- the sidebar's counts ---------------------------------------------------------------------------
 
 def library_status(ws: Workspace) -> None:
-    """Two counts and the model, from a cheap call (the full statistics are the Library page's)."""
+    """Two counts, the model and the folder's languages, from a cheap call (the full statistics are the
+    Library page's)."""
     engine = ws.engine
     stats = engine.counts()
     st.caption(f"{stats.indexed} documents indexed · {stats.chunks} chunks · {stats.failed} failed · "
                f"model {md_escape(stats.model)}")
+    st.caption(md_escape(engine.language_line(stats)))
     language = engine.language_warning(stats)
     if language:
         st.warning(md_escape(language))

@@ -23,14 +23,11 @@ engine = ws.engine
 
 st.title("Library")
 stats = engine.stats()
-total_chars = sum(stats.languages.values()) or 1
-languages = ", ".join(f"{lang} {100 * n / total_chars:.0f}%" for lang, n in
-                      sorted(stats.languages.items(), key=lambda kv: -kv[1])) or "none yet"
 st.markdown(
     f"**{stats.documents} documents** ({stats.indexed} indexed, {stats.failed} failed, {stats.stale} stale, "
     f"{stats.pending} pending) · **{stats.chunks} chunks** · {ui.human_size(stats.size_on_disk)} on disk · "
-    f"model {ui.md_escape(stats.model)} ({stats.dimension}d, reads {ui.md_escape(', '.join(engine.embedder.languages))}) "
-    f"· folder languages: {ui.md_escape(languages)}")
+    f"model {ui.md_escape(stats.model)} ({stats.dimension}d, reads {ui.md_escape(', '.join(engine.embedder.languages))})")
+st.caption(ui.md_escape(engine.language_line(stats)))
 calibration = engine.calibrated(stale_ok=engine.queue.busy())  # no 800-question recalibration mid-indexing
 if calibration is not None:
     st.markdown("**Calibrated threshold**: " + " · ".join(

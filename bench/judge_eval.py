@@ -16,6 +16,11 @@ Rates carry Wilson 95% intervals; R@1 of the judge's order against the fused ord
 
     .venv/bin/python bench/judge_eval.py [--langs en,pt,es] [--configs words,judge] [--splits dev,test]
                                          [--judge-languages en,pt,es] [--out bench/out] [--json FILE]
+                                         [--heldout] [--set judge=false]
+
+`--heldout` measures the held-out folder of `lab.heldout` instead (six other articles, nothing chosen on
+them); `--set judge=false` searches without the judge (the `words` configuration alone, three times faster).
+`--json` keeps every question's row too, for paired tests between two runs (`bench/paired.py`).
 
 The judge is on for these runs whatever the app's default (`judge = false`); `--judge-languages` lets it
 decide for languages its card does not list (docs/judge.md measured Portuguese that way).
@@ -52,21 +57,27 @@ def article_of_ids() -> dict[str, str]:
     return {q["id"]: a["title"] for a in data for p in a["paragraphs"] for q in p["qas"]}
 
 
-def engine_for(lang: str, out: Path, embedder, judge: dict) -> "rag.Engine":
-    settings = load_settings(config=out / "none.toml", env={}, folder=SQUAD / lang / "docs",
-                             index_dir=out / f"idx-squad-{lang}", **{"judge": True, **judge})
+def engine_for(lang: str, out: Path, embedder, judge: dict, folder: Path | None = None) -> "rag.Engine":
+    """An engine over the SQuAD folder of `lang` (or over `folder`: the held-out one), its index in `out`."""
+    name = folder.name if folder else "squad"
+    folder = folder or SQUAD / lang
+    settings = load_settings(config=out / "none.toml", env={}, folder=folder / "docs",
+                             index_dir=out / f"idx-{name}-{lang}", **{"judge": True, **judge})
     return rag.Engine(settings, embedder=embedder)
 
 
-def collect(lang: str, out: Path, engine, limit: int = 0) -> dict:
-    """Search every question and every unrelated question once (cached in `out`, per judge)."""
+def collect(lang: str, out: Path, engine, limit: int = 0, questions: Path | None = None) -> dict:
+    """Search every question and every unrelated question once (cached in `out`, per judge and folder)."""
     top = engine.settings.judge_top
-    cache = out / f"judge-eval-{lang}-{engine.judge.stamp}-{top}{f'-{limit}' if limit else ''}.pkl"
+    stamp = engine.judge.stamp if engine.judge else "nojudge"
+    questions = questions or SQUAD / lang / "questions.jsonl"
+    where = "" if questions.parent.parent == SQUAD else f"-{questions.parent.name}"
+    cache = out / f"judge-eval-{lang}{where}-{stamp}-{top}{f'-{limit}' if limit else ''}.pkl"
     if cache.is_file():
         return pickle.loads(cache.read_bytes())
     settings = engine.settings
     engine.sync()
-    raw = [json.loads(x) for x in (SQUAD / lang / "questions.jsonl").read_text(encoding="utf-8").splitlines() if x]
+    raw = [json.loads(x) for x in questions.read_text(encoding="utf-8").splitlines() if x]
     raw = raw[:limit] if limit else raw
     t0 = time.perf_counter()
     results = [engine.search(q["question"]) for q in raw]
@@ -113,7 +124,8 @@ def shipped_order(result):
     return dataclasses.replace(result, candidates=judged_order(read) + rest)
 
 
-def run(lang: str, data: dict, engine, config: str, ids: dict[str, str]) -> list[dict]:
+def run(lang: str, data: dict, engine, config: str, ids: dict[str, str], split: str = "") -> list[dict]:
+    """Each question's row under one configuration; `split`: every row's (the held-out folder), else by article."""
     s, judged = configured(engine.settings, config)
     unrelated = {q: shipped_order(r) if judged else fused_order(r) for q, r in data["unrelated"].items()}
     saved, engine.settings = engine.settings, s
@@ -133,7 +145,7 @@ def run(lang: str, data: dict, engine, config: str, ids: dict[str, str]) -> list
                                 s.judge_rules if judged else ())
         kept = gate(result, calibration.threshold(qlang), s.max_chunks, rule).kept
         needle = q.get("needle")
-        rows.append({"lang": lang, "kind": q["kind"], "split": split_of(ids[q["id"]]), "answered": bool(kept),
+        rows.append({"lang": lang, "kind": q["kind"], "split": split or split_of(ids[q["id"]]), "answered": bool(kept),
                      "right": bool(needle) and any(contains(c.content, needle) for c in kept),
                      "r1": bool(needle) and bool(result.candidates) and contains(result.candidates[0].content, needle),
                      "r4": bool(needle) and any(contains(c.content, needle) for c in result.candidates[:4])})
@@ -162,24 +174,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="the first N questions only (a smoke run)")
     ap.add_argument("--judge", default="", help="a judge model folder (default: the shipped one)")
     ap.add_argument("--judge-languages", default="", help="trust it for these (default: its model card's)")
+    ap.add_argument("--heldout", action="store_true",
+                    help="the held-out folder (lab.heldout: the six other-topic articles) instead, split 'heldout'")
     args = ap.parse_args(argv)
+    if args.heldout:
+        from lab.heldout import build
+        args.splits = "heldout"
     judge = {k: v for k, v in (("judge_path", args.judge), ("judge_languages", args.judge_languages)) if v}
     judge.update(kv.split("=", 1) for kv in args.set)
     args.out.mkdir(parents=True, exist_ok=True)
     ids = article_of_ids()
     embedder = rag.load_embedder()
-    report = {}
+    report, every_row = {}, {}
     for lang in args.langs.split(","):
-        engine = engine_for(lang, args.out, embedder, judge)
-        data = collect(lang, args.out, engine, args.limit)
+        folder = args.out / f"heldout-{lang}" if args.heldout else None
+        questions = build(lang, folder) if folder else None
+        engine = engine_for(lang, args.out, embedder, judge, folder)
+        data = collect(lang, args.out, engine, args.limit, questions)
         n = len(data["questions"])
         print(f"\n{lang}: {n} questions searched in {data['seconds']:.0f} s ({1000 * data['seconds'] / n:.0f} ms each)")
         by_config = {}
         for config in args.configs.split(","):
-            rows, calibration = run(lang, data, engine, config, ids)
+            rows, calibration = run(lang, data, engine, config, ids, "heldout" if args.heldout else "")
             by_config[config] = rows
-            cal = calibration.languages.get(lang if lang in calibration.languages else "pt")
-            print(f"  {config}: threshold {cal.threshold:.3f}, judge cut {cal.judge_cut}")
+            every_row[f"{lang}|{config}"] = rows
+            cut = calibration.languages[lang].judge_cut if lang in calibration.languages else None
+            print(f"  {config}: threshold {calibration.threshold(lang):.3f} ({calibration.describe(lang)}), judge cut {cut}")
             for split in args.splits.split(","):
                 sm = summary(rows, lang, split)
                 report[(lang, config, split)] = sm
@@ -192,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    R@1 judge vs fused, {split}: {t}")
         engine.close()
     if args.json:
-        args.json.write_text(json.dumps({"|".join(k): v for k, v in report.items()}, indent=1), encoding="utf-8")
+        args.json.write_text(json.dumps({"summary": {"|".join(k): v for k, v in report.items()}, "rows": every_row},
+                                        indent=1), encoding="utf-8")
     return 0
 
 

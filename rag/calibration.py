@@ -264,7 +264,8 @@ class Calibration:
         return SupportRule(min_support, close, close_support, rise[0], rise[1], ramp_support)
 
     def threshold(self, lang: str) -> float | None:
-        """The calibrated threshold for a question language; for an unclear one the strictest of all."""
+        """The calibrated threshold for a question language; for an unclear one, or one without unrelated
+        questions of its own (`describe` says which), the strictest of all."""
         if lang in self.languages:
             return self.languages[lang].threshold
         values = [c.threshold for c in self.languages.values()]
@@ -277,7 +278,11 @@ class Calibration:
         if not self.languages:
             return "not calibrated: nothing is indexed"
         strict = min(self.languages.values(), key=lambda c: c.threshold)
-        head = "no question yet" if lang is None else "language unclear"
+        # A language the shipped unrelated questions are not written in (Spanish, German…) is judged like an
+        # unclear one, by the strictest value: MiniLM's distances differ by language, so another language's
+        # questions do not measure it, and the strictest is the one that answers least wrongly.
+        head = ("no question yet" if lang is None else "language unclear" if not lang else
+                f"{LANGUAGE_NAMES.get(lang, lang)} has no unrelated questions of its own to calibrate on")
         if len(self.languages) == 1:
             return f"{head}; {strict.describe()}"
         if len({c.threshold for c in self.languages.values()}) == 1:

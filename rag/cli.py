@@ -217,6 +217,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     s = engine.stats()
     print(f"{s.documents} documents ({s.indexed} indexed, {s.failed} failed, {s.stale} stale), {s.chunks} chunks, "
           f"model {s.model}" + (f"; {_files(len(pending))} pending" if pending else ""))
+    print(engine.language_line(s))
     calibration = engine.calibrated()
     for lang in (calibration.languages if calibration else ()):
         print(f"threshold {calibration.languages[lang].describe()}")

@@ -7,7 +7,8 @@ search snapshot from the store). Then:
 - `search()` runs hybrid retrieval on the published snapshot; `threshold_choice()` picks the question's
   threshold (given, set, or the folder's calibration, computed here when what it depends on changed);
   `gate()` (in `rag.gate`) decides; `answer()` writes the answer. `ask()` does all of it.
-- `documents()`, `document()`, `locate()`, `counts()`, `stats()`, `language_warning()`: the library view.
+- `documents()`, `document()`, `locate()`, `counts()`, `stats()`, `language_line()`, `language_warning()`: the
+  library view.
 - `sync()`, `index_files()`, `remove()`, `reindex()`, `start()`, `enqueue()`, `rescan()` and the rest of the
   indexing API are the indexer's, passed through so that callers hold one object; `save_upload()` is
   `rag.uploads`'.
@@ -36,6 +37,7 @@ from rag.gate import GATE_RULES, NO_SUPPORT_TEST, Gated, SupportRule, gate
 from rag.judge import JUDGE_DIR, Judge, load_judge, rerank
 from rag.indexer import EMBED_GROUP, FileOutcome, Indexer, Progress, SyncReport, languages_of
 from rag.lexical import LANGUAGE_NAMES, question_language
+from rag.words import LANGUAGES as WORDLIST_LANGUAGES
 from rag.llm import LLMError
 from rag.prompt import llm_client
 from rag.library import VISIBLE, DocRecord, Stamp, mark_index_dir
@@ -169,9 +171,13 @@ class Engine:
         `dense_weight_unread` when the model does not read the question's language and the folder has
         text in it. A question whose language is unclear counts as written in the folder's main language."""
         s = settings or self.settings
-        lang = question_language(question) if question else ""
-        held = tuple(k for k, v in self._languages.items() if k != "unknown" and v > 0)
+        held = self._held_languages()
+        lang = question_language(question, held) if question else ""
         return question_weights(s, lang or self._main_language(), self.embedder.languages, held)
+
+    def _held_languages(self) -> tuple[str, ...]:
+        """The languages the folder holds text in, as of the last publish."""
+        return tuple(k for k, v in self._languages.items() if k != "unknown" and v > 0)
 
     def _main_language(self) -> str:
         """The language most of the indexed text is in; the model's first language for an empty folder."""
@@ -395,7 +401,7 @@ class Engine:
         language; the default (nothing indexed yet). `lang`: the question's language when known (else
         detected)."""
         if lang is None:  # before any question (an empty one) no language is known, nor unclear
-            lang = question_language(question) if question.strip() else None
+            lang = question_language(question, self._held_languages()) if question.strip() else None
         s = self.settings
         # While files are being indexed the folder changes every few seconds: keep the last calibration
         # rather than recompute it for each question; it is recomputed once the queue empties.
@@ -486,6 +492,34 @@ class Engine:
                             pending=by("pending"), chunks=len(self.snapshot.chunks),
                             size_on_disk=self.store.size_on_disk(), model=self.embedder.name,
                             dimension=self.embedder.dimension, languages=langs)
+
+    def language_line(self, stats: LibraryStats | None = None) -> str:
+        """The folder's languages as detected, by share of its text, and what is weaker in each: where the
+        embedding model does not read a language its distances say less (word search carries it), and the
+        word rules exist for English and Portuguese only (elsewhere they stand down).
+
+        "Languages: Spanish 80%, English 20%. In Spanish: all-MiniLM-L6-v2 reads English only, so its
+        distances say less and word search carries more; the word rules (measures, follow-ups, numbers as
+        words) are written for English and Portuguese only and stand down."
+        """
+        langs = (stats or self.stats()).languages
+        total = sum(langs.values())
+        if not total:
+            return "Languages: none yet (nothing is indexed)."
+        shares = ", ".join(f"{LANGUAGE_NAMES.get(lang, 'unclear') if lang != 'unknown' else 'unclear'} "
+                           f"{100 * n / total:.0f}%" for lang, n in sorted(langs.items(), key=lambda kv: -kv[1]))
+        line = f"Languages: {shares}."
+        unread = [x for x in langs if x != "unknown" and x not in self.embedder.languages]
+        unruled = [x for x in langs if x != "unknown" and x not in WORDLIST_LANGUAGES]
+        if unread:
+            line += (f" In {' and '.join(LANGUAGE_NAMES.get(x, x) for x in unread)}: {self.embedder.name} reads "
+                     f"{', '.join(LANGUAGE_NAMES.get(x, x) for x in self.embedder.languages)} only, so its "
+                     f"distances say less and word search carries more.")
+        if unruled:
+            line += (f" The word rules (measures, follow-ups, numbers written as words) are written for "
+                     f"{' and '.join(LANGUAGE_NAMES[x] for x in WORDLIST_LANGUAGES)} only: in "
+                     f"{' and '.join(LANGUAGE_NAMES.get(x, x) for x in unruled)} they stand down.")
+        return line
 
     def language_warning(self, stats: LibraryStats | None = None) -> str | None:
         """One plain sentence when most of the folder is in a language the embedding model does not cover."""

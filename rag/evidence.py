@@ -78,7 +78,7 @@ class Weight:
     wordless: bool
 
 
-def analyze_question(question: str, query: str, snapshot: "Snapshot") -> Asked:
+def analyze_question(question: str, query: str, snapshot: "Snapshot", lang: str | None = None) -> Asked:
     """The question's analysis against the folder of `snapshot` (its `chunks` and `lexical` index).
 
     Support is judged on the question as asked, not on `query`: a follow-up searched together with the
@@ -93,7 +93,7 @@ def analyze_question(question: str, query: str, snapshot: "Snapshot") -> Asked:
     earlier_text = query[:-len(question)] if joined else ""
     # Its own words only: a follow-up with none ("Why?", "Há ou à?") is not supported by the passages that
     # hold the question before it (they would answer that question again, not this one).
-    terms = tuple(question_terms(own))
+    terms = tuple(question_terms(own, lang=lang))
     # Only a folder with something in it can be said never to mention a name; one a letter off a word it
     # uses may be a misspelling of it.
     # A unit written with a capital ("in degrees Celsius") is a measure, not a name: a passage giving "°C"

@@ -38,8 +38,10 @@ import yaml
 from markdown_it import MarkdownIt
 
 SUPPORTED = {".md": "md", ".markdown": "md", ".txt": "txt", ".pdf": "pdf"}
-EXTRACTOR_VERSIONS = {"md": "md-2", "txt": "txt-2", "pdf": "pdf-4"}  # txt-2: headings read from lines' shape;
-# pdf-4: ligatures read as their letters, combining accents composed, columns one after the other (rag.pdf)
+EXTRACTOR_VERSIONS = {"md": "md-3", "txt": "txt-3", "pdf": "pdf-5"}  # txt-2: headings read from lines' shape;
+# pdf-4: ligatures read as their letters, combining accents composed, columns one after the other (rag.pdf);
+# md-3, txt-3, pdf-5: a document's language identified among every language the app reads (rag.languages),
+# not only English and Portuguese, so its chunks are analysed again.
 TITLE_MAX = 80  # a first line longer than this is a paragraph, not a title
 
 

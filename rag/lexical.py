@@ -2,9 +2,9 @@
 
 The analyzer lowercases, splits on Unicode word characters (so `devolução` is one word), keeps
 joined codes whole as well as in parts (`ERR-4017` gives `err-4017`, `err`, `4017`), drops the
-document language's stopwords, stems with that language's Snowball stemmer (PyStemmer: English and
-Portuguese here) and folds accents, alike for documents and queries. A query is analysed for every
-language present in the folder, since a question may be in either.
+document language's stopwords, stems with that language's Snowball stemmer (PyStemmer: every language of
+`rag.languages`) and folds accents, alike for documents and queries. A query is analysed for every
+language present in the folder, since a question may be in any of them.
 
 The question's word rules (content words, names, numbers written as names, measures) are `rag.terms`'s.
 
@@ -27,11 +27,11 @@ from typing import Collection, Mapping, Sequence
 
 import numpy as np
 
-from rag.words import LANGUAGES, every, setting
+from rag.languages import LANGUAGES, document_language, name, question_language, stemmer, stopword_list
+from rag.words import LANGUAGES as WORDLIST_LANGUAGES
 from rag.words import words as word_list
 
-LANGUAGE_NAMES = {lang: setting(lang, "name") for lang in LANGUAGES}
-_STEMMER_NAMES = {lang: setting(lang, "stemmer") for lang in LANGUAGES}
+LANGUAGE_NAMES = {lang: name(lang) for lang in LANGUAGES}
 TOKEN = re.compile(r"\w+(?:[-_./:]\w+)*")
 WORD_PART = re.compile(r"[^\W_]+")
 
@@ -44,22 +44,34 @@ def fold(text: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def stop_words(lang: str) -> frozenset[str]:
+    """The language's stopwords as BM25 drops them, folded: bm25s's short list, or for a language bm25s has
+    none for, the stopwords-iso list (`question_stop_words`)."""
     from bm25s import stopwords
 
-    return frozenset(fold(w) for w in getattr(stopwords, setting(lang, "stopwords")))
+    listed = stopword_list(lang)
+    return frozenset(fold(w) for w in getattr(stopwords, listed)) if listed else question_stop_words(lang)
+
+
+@functools.lru_cache(maxsize=None)
+def question_stop_words(lang: str) -> frozenset[str]:
+    """The stopwords-iso list of a language (stopwordsiso), folded: longer than bm25s's, with the words of
+    asking ("cuántos", "viele") a question's content words leave out; empty for a language it lacks."""
+    import stopwordsiso
+
+    return frozenset(fold(w) for w in stopwordsiso.stopwords(lang)) if stopwordsiso.has_lang(lang) else frozenset()
 
 
 @functools.lru_cache(maxsize=None)
 def _stemmer(lang: str):
     import Stemmer
 
-    return Stemmer.Stemmer(_STEMMER_NAMES[lang])
+    return Stemmer.Stemmer(stemmer(lang))
 
 
 # Folded endings put back as written (Portuguese plurals and nasal endings) so the stemmer sees the word it
 # knows: the first that fits.
 _ACCENTED_ENDINGS = {lang: [(re.compile(re.escape(fold(e)) + "$"), e) for e in word_list(lang, "accented_endings")]
-                     for lang in LANGUAGES}
+                     for lang in WORDLIST_LANGUAGES}
 
 
 @functools.lru_cache(maxsize=200_000)
@@ -72,39 +84,12 @@ def _stem(word: str, lang: str) -> str:
 
 
 def detect_language(text: str) -> str:
-    """'en' or 'pt' by stopword hits in the first 20,000 characters; '' when it cannot tell."""
-    words = WORD_PART.findall(fold(text[:20_000]))
-    hits = {lang: sum(1 for w in words if w in stop_words(lang)) for lang in LANGUAGES}
-    # Words both lists share ("a", "e", "o", "no"...) count for each; ask for a clear margin.
-    best = max(hits, key=hits.get)
-    if hits[best] < 3:
-        return ""
-    other = min(hits.values())
-    return best if hits[best] >= 1.2 * other else ""
-
-
-_QUESTION_WORDS = {lang: frozenset(word_list(lang, "question_words")) for lang in LANGUAGES}
-_AMBIGUOUS = frozenset(every("ambiguous"))
-_LETTERS = {lang: re.compile("[" + "".join(map(re.escape, word_list(lang, "letters"))) + "]")
-            for lang in LANGUAGES if word_list(lang, "letters")}
-
-
-def question_language(text: str) -> str:
-    """'en' or 'pt' for a short question, by function words (a word both write, "a", "e", counts for
-    neither) and a language's own letters (a word holding one counts twice); '' if unclear.
-
-    >>> question_language("What is the deposit?"), question_language("Qual é o depósito?"), question_language("")
-    ('en', 'pt', '')
-    """
-    words = re.findall(r"[^\W\d_]+", text.lower())
-    score = {lang: sum(1 for w in words if w in _QUESTION_WORDS[lang] and w not in _AMBIGUOUS)
-             + 2 * sum(1 for w in words if lang in _LETTERS and _LETTERS[lang].search(w)) for lang in LANGUAGES}
-    best = [lang for lang in LANGUAGES if score[lang] == max(score.values())]
-    return best[0] if len(best) == 1 else ""
+    """A document's language (`rag.languages.document_language`): a code of `LANGUAGES`, '' when unclear."""
+    return document_language(text)
 
 
 def analyze(text: str, lang: str) -> list[str]:
-    lang = lang if lang in LANGUAGES else "en"
+    lang = lang if lang in LANGUAGES else "en"  # an unclear language is read as English, the model's own
     stop = stop_words(lang)
     out: list[str] = []
     for m in TOKEN.finditer(fold(text)):
@@ -221,8 +206,9 @@ class LexicalIndex:
         return (found / total if total else 1.0), tuple(missing)
 
     def unused(self, term: str) -> bool:
-        """True when no chunk holds the term under any language's analyzer: the folder never uses the word."""
-        for lang in LANGUAGES:
+        """True when no chunk holds the term under any of the folder's languages' analyzers: the folder never
+        uses the word."""
+        for lang in self.languages:
             tokens = term_tokens(term, lang)
             if tokens and all(self._df(t) > 0 for t in tokens):
                 return False
@@ -233,7 +219,7 @@ class LexicalIndex:
         if self._bm25 is None or is_code(term):  # ERR-4017 is not a misspelling of ERR-4018
             return ()
         out: dict[str, None] = {}
-        for lang in LANGUAGES:
+        for lang in self.languages:
             for token in term_tokens(term, lang):
                 if len(token) >= 5:
                     out.update((v, None) for v in self._bm25.vocab_dict

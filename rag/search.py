@@ -175,8 +175,9 @@ class Snapshot:
 
     @functools.cached_property
     def languages(self) -> tuple[str, ...]:
-        """The languages the folder's passages are written in ('en', 'pt'; unclear ones left out), for a
-        refusal's hint that a question in one language does not find the words of documents in another."""
+        """The languages the folder's passages are written in ('en', 'pt'; unclear ones left out): a short
+        question is taken to be in one of them, and a refusal hints that a question in one language does not
+        find the words of documents in another."""
         return tuple(sorted({c.meta.get("lang", "") for c in self.chunks} - {""}))
 
     @classmethod
@@ -278,7 +279,7 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     query = query or question
     n = settings.candidates
     weights = weights or {"dense": settings.dense_weight, "bm25": settings.bm25_weight}
-    language = question_language(question)
+    language = question_language(question, snapshot.languages)
     t = time.perf_counter()
     timings: dict[str, float] = {}
 
@@ -341,7 +342,7 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             dense_rank[cid], bm25_rank[cid] = dense_rank2.get(cid), bm25_rank2.get(cid)
             bm25_scores[cid] = bm25_score2.get(cid)
     lap("feedback")
-    asked = analyze_question(question, query, snapshot)
+    asked = analyze_question(question, query, snapshot, language)
     positions = [snapshot.pos[cid] for cid in order]
     chunks = [snapshot.chunks[i] for i in positions]
     weights_of = weigh(asked, snapshot, [(i, sc.content, sc.meta.get("lang", ""), sc.doc_id)

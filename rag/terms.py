@@ -17,13 +17,15 @@ import functools
 import re
 import unicodedata
 
-from rag.lexical import TOKEN, WORD_PART, fold, stop_words, term_tokens
+from rag.languages import nouns_capitalised, question_language
+from rag.lexical import TOKEN, WORD_PART, fold, question_stop_words, stop_words, term_tokens
 from rag.words import LANGUAGES, alternation, every, groups
 from rag.words import words as word_list
 
 
 # Words of asking rather than of the subject: a question's content words are what is left without them and
-# without either language's stopwords ("What does the app do with PDFs?" -> app, pdfs). The English
+# without the stopwords of English, Portuguese and the question's own language ("What does the app do with
+# PDFs?" -> app, pdfs; "¿Cuál es la receta del pastel?" -> receta, pastel). The English
 # stopword list BM25 uses is short (33 words), so the usual function words are listed in the word files:
 # the function words (which the follow-up rules read too) and the other words of asking, folded.
 FUNCTION_WORDS = frozenset(fold(w) for w in every("function_words"))
@@ -31,17 +33,23 @@ QUESTION_FILLER = FUNCTION_WORDS | frozenset(fold(w) for w in every("asking_word
 
 
 @functools.lru_cache(maxsize=None)
-def _not_content() -> frozenset[str]:
-    """Every supported language's stopwords and the words of asking: what is never a question's own word."""
-    return frozenset().union(*(stop_words(lang) for lang in LANGUAGES)) | QUESTION_FILLER
+def _not_content(lang: str = "") -> frozenset[str]:
+    """What is never a question's own word: the stopwords of the languages with word lists and their words
+    of asking; for a question in another language (`lang`), that language's longer stopwords-iso list too,
+    which holds its words of asking ("cuántos", "wie viele"), since no word list of it does."""
+    own = question_stop_words(lang) if lang and lang not in LANGUAGES else frozenset()
+    return frozenset().union(*(stop_words(x) for x in LANGUAGES)) | QUESTION_FILLER | own
 
 
-def question_terms(question: str, measures: bool = True) -> list[str]:
+def question_terms(question: str, measures: bool = True, lang: str | None = None) -> list[str]:
     """The question's own content words, lowercased, in order, once each: every word that is neither a
-    stopword of a supported language nor a word of asking. Codes stay whole (`err-4017`).
+    stopword (`_not_content`) nor a word of asking. Codes stay whole (`err-4017`). `lang`: the question's
+    language when the caller knows it (else identified here).
 
     >>> question_terms("Qual é a receita do bolo de chocolate?")
     ['receita', 'bolo', 'chocolate']
+    >>> question_terms("¿Cuál es la receta del pastel de chocolate?"), question_terms("Wie hoch ist die Miete?")
+    (['receta', 'pastel', 'chocolate'], ['miete'])
     >>> question_terms("What does ERR-4017 mean?")
     ['err-4017']
     >>> question_terms("What value of k does it use?")
@@ -56,7 +64,7 @@ def question_terms(question: str, measures: bool = True) -> list[str]:
     >>> question_terms("How long do I bake the cake? How big can an upload be?", measures=False)
     ['bake', 'cake', 'upload']
     """
-    stop = _not_content()
+    stop = _not_content(question_language(question) if lang is None else lang)
     out: dict[str, None] = {}
     previous = ""
     for m in TOKEN.finditer(unicodedata.normalize("NFC", question.lower())):
@@ -74,7 +82,9 @@ def question_terms(question: str, measures: bool = True) -> list[str]:
 
 
 # A word is written as a name when it holds a capital and does not open a sentence ("Peru", "YouTube", "PhD",
-# "APA"); the question's first word, and one after . ? or !, are capitalised by grammar, not by meaning.
+# "APA"); the question's first word, and one after . ? or !, are capitalised by grammar, not by meaning. In a
+# language that capitalises every noun (German: "Miete", "Wohnung") a first capital marks no name: there
+# only a capital after the first letter does ("YouTube", "PhD", "APA").
 _SENTENCE_START = re.compile(r"(?:^|[.?!]\s+)[\"'“‘(¿¡]*$")
 
 
@@ -88,13 +98,18 @@ def question_names(question: str) -> list[str]:
     ['peru', 'chile']
     >>> question_names("Where are backups kept?")
     []
+    >>> question_names("Wie hoch ist die Miete für die Wohnung bei YouTube?")
+    ['youtube']
     """
     text = unicodedata.normalize("NFC", question)
-    terms = set(question_terms(text))
+    lang = question_language(text)
+    terms = set(question_terms(text, lang=lang))
+    # Where every noun has a capital, only one after the word's first letter marks a name.
+    first = 1 if nouns_capitalised(lang) else 0
     out: dict[str, None] = {}
     for m in TOKEN.finditer(text):
         word = m.group()
-        if word.lower() in terms and any(ch.isupper() for ch in word) and not _SENTENCE_START.search(
+        if word.lower() in terms and any(ch.isupper() for ch in word[first:]) and not _SENTENCE_START.search(
                 text[:m.start()]):
             out.setdefault(word.lower(), None)
     return list(out)

@@ -5,8 +5,8 @@ what every language writes alike (signs such as € and °, symbols such as km, 
 holds lists of words by kind: the words of asking, the connectives that open a follow-up, the pronouns an
 answer's sentence may lean on, the measure words, the units a figure is written in, and so on; the comments
 in the files say what each list is for. A table's lists are kinds with a dotted name (`measures.cost`,
-`units.length`). The `language` table holds the language's settings (its name, its stemmer's and stopword
-list's names), read with `setting`.
+`units.length`). A language's name, stemmer and stopwords are not here but in rag/languages.toml
+(`rag.languages`), which lists every language the app reads; the word lists exist for two of them.
 
 >>> LANGUAGES
 ('en', 'pt')
@@ -14,14 +14,13 @@ list's names), read with `setting`.
 ('e', 'e para', 'e quanto')
 >>> every("number_words")[:3], words("en", "frequency_all")
 (('one', 'two', 'three'), ())
->>> "units.currency" in kinds("shared"), setting("pt", "name")
-(True, 'Portuguese')
+>>> "units.currency" in kinds("shared")
+True
 
 Words come back as written, accents and capitals as in the file, in the file's order; `alternation` is the
 one way a list becomes a regular expression. What this module does not do: fold, stem or match words, nor
 decide what a list means (`rag.lexical`, `rag.terms`, `rag.followup`, `rag.answer` and `rag.chunk` do, each
-for the kinds it reads). Stopwords are not here: they come from bm25s, whose list each language names in its
-`language` table.
+for the kinds it reads).
 """
 
 from __future__ import annotations
@@ -49,13 +48,12 @@ LANGUAGES: tuple[str, ...] = tuple(sorted(name for name in _files() if name != S
 
 
 @functools.lru_cache(maxsize=None)
-def _load(lang: str) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
-    """A file's lists by dotted kind, and its `[language]` settings."""
+def _load(lang: str) -> dict[str, tuple[str, ...]]:
+    """A file's lists by dotted kind."""
     if lang not in LANGUAGES + (SHARED,):
         raise ValueError(f"no word lists for language {lang!r}: valid languages are "
                          f"{', '.join(LANGUAGES + (SHARED,))}")
     data = tomllib.loads(_files()[lang].read_text(encoding="utf-8"))
-    settings = data.pop("language", {})
     lists: dict[str, tuple[str, ...]] = {}
 
     def walk(table: dict, prefix: str) -> None:
@@ -68,17 +66,17 @@ def _load(lang: str) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
                 raise ValueError(f"{_DIR}/{lang}.toml: {prefix + key} is not a list of words")
 
     walk(data, "")
-    return lists, settings
+    return lists
 
 
 @functools.lru_cache(maxsize=None)
 def _all_kinds() -> tuple[str, ...]:
-    return tuple(sorted({k for lang in LANGUAGES + (SHARED,) for k in _load(lang)[0]}))
+    return tuple(sorted({k for lang in LANGUAGES + (SHARED,) for k in _load(lang)}))
 
 
 def kinds(lang: str) -> tuple[str, ...]:
     """The kinds of word list one file holds, sorted; `lang` is a language or "shared"."""
-    return tuple(sorted(_load(lang)[0]))
+    return tuple(sorted(_load(lang)))
 
 
 def words(lang: str, kind: str) -> tuple[str, ...]:
@@ -92,7 +90,7 @@ def words(lang: str, kind: str) -> tuple[str, ...]:
     ...
     ValueError: no word list of kind 'opener': valid kinds are abbreviations, accented_endings, ...
     """
-    lists = _load(lang)[0]
+    lists = _load(lang)
     if kind not in _all_kinds():
         raise ValueError(f"no word list of kind {kind!r}: valid kinds are {', '.join(_all_kinds())}")
     return lists.get(kind, ())
@@ -117,16 +115,6 @@ def groups(prefix: str) -> tuple[str, ...]:
     ('cost', 'duration', 'frequency', 'size', 'temperature', 'time')
     """
     return tuple(sorted({k[len(prefix) + 1:] for k in _all_kinds() if k.startswith(prefix + ".")}))
-
-
-def setting(lang: str, key: str) -> str:
-    """A language's setting from its `language` table (`name`, `stemmer`, `stopwords`); a ValueError
-    listing the valid keys when it has none such."""
-    settings = _load(lang)[1]
-    if key not in settings:
-        raise ValueError(f"no setting {key!r} for language {lang!r}: valid settings are "
-                         f"{', '.join(sorted(settings)) or 'none'}")
-    return settings[key]
 
 
 def alternation(tokens: Iterable[str], bounded: bool = True) -> str:

@@ -84,12 +84,18 @@ def test_question_terms(question, terms):
     assert question_terms(question) == terms
 
 
-@pytest.mark.parametrize("question, lang", [
-    ("What is the deposit?", "en"), ("Qual é o depósito?", "pt"), ("QUAL É O DEPÓSITO?", "pt"),
-    ("Quando é que abre a marina?", "pt"), ("", ""), ("ERR-4017?", ""),
+@pytest.mark.parametrize("question, folder, lang", [
+    ("What is the deposit?", (), "en"), ("Qual é o depósito?", (), "pt"), ("QUAL É O DEPÓSITO?", (), "pt"),
+    ("¿Cuál es la receta del pastel de chocolate?", ("en", "pt"), "es"),  # a clear guess stands alone
+    ("Wie hoch ist die Miete für die Wohnung?", ("en",), "de"),
+    ("Quelle est la caution pour l'appartement ?", (), "fr"),
+    # Too short to tell alone ("Quando é que…" could be Spanish): the likeliest of the folder's languages.
+    ("Quando é que abre a marina?", (), ""), ("Quando é que abre a marina?", ("en", "pt"), "pt"),
+    ("And for juniors?", ("en", "pt"), "en"), ("E para juniores?", ("en", "pt"), "pt"),
+    ("", ("en",), ""), ("ERR-4017?", (), ""),
 ])
-def test_question_language(question, lang):
-    assert question_language(question) == lang
+def test_question_language(question, folder, lang):
+    assert question_language(question, folder) == lang
 
 
 @pytest.mark.parametrize("number, question, tokens", [

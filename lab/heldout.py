@@ -1,0 +1,89 @@
+"""A held-out folder of the SQuAD kind: the six other-topic articles of `../shared/train/` as a folder, with
+questions in the needle-set format, for a check on a folder nothing was chosen on.
+
+`../shared/eval/squad2/<lang>/` is a folder of twelve articles whose off-folder questions come from six
+others (Yuan dynasty, IPCC, Rhine, Islamism, Warsaw, Force). This turns that round: those six are the
+folder, one Markdown file each (a `#` title, then its paragraphs); its answerable questions come with the
+sentence that holds SQuAD's answer as the needle; its near misses are SQuAD 2.0's unanswerable questions of
+the same articles; its off-folder questions are the answerable questions of the twelve. Seeded sampling,
+at most 200 / 100 / 100 per kind. The same articles and question ids in every language.
+
+What it does not do: search or measure (`bench/judge_eval.py --heldout` does, at defaults), or touch the
+eval folder.
+
+    .venv/bin/python -m lab.heldout --lang es --out bench/out/heldout-es
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from pathlib import Path
+
+from lab.judge_data import TRAIN_DIR, _answer_at, load_articles
+from rag.chunk import sentences
+
+ARTICLES = ("Yuan_dynasty", "Intergovernmental_Panel_on_Climate_Change", "Rhine", "Islamism", "Warsaw", "Force")
+LIMITS = {"answerable": 200, "near-miss": 100, "off-folder": 100}
+SEED = 7
+
+
+def _file_name(title: str) -> str:
+    return title.replace(",", "").replace("_", "-") + ".md"
+
+
+def _needle(context: str, at: int) -> str | None:
+    """The whole sentence of `context` that holds the character at `at`."""
+    for s, e in sentences(context):
+        if s <= at < e:
+            return context[s:e]
+    return None
+
+
+def build(lang: str, out: Path, train_dir: Path = TRAIN_DIR) -> Path:
+    """Write `out/docs/*.md` and `out/questions.jsonl`; returns the questions file."""
+    docs = out / "docs"
+    docs.mkdir(parents=True, exist_ok=True)
+    kinds: dict[str, list[dict]] = {k: [] for k in LIMITS}
+    for article in load_articles(lang, train_dir):
+        mine = article["title_en"] in ARTICLES
+        name = _file_name(article["title_en"])
+        if mine:
+            paragraphs = [p["context"].strip() for p in article["paragraphs"]]
+            text = f"# {article['title_en'].replace('_', ' ')}\n\n" + "\n\n".join(paragraphs) + "\n"
+            (docs / name).write_text(text, encoding="utf-8")
+        for p in article["paragraphs"]:
+            context = p["context"]
+            for q in p["qas"]:
+                row = {"question": q["question"], "lang": lang, "id": q["id"]}
+                if not mine:
+                    if not q["is_impossible"]:
+                        kinds["off-folder"].append({**row, "refuse": True, "kind": "off-folder"})
+                elif q["is_impossible"]:
+                    kinds["near-miss"].append({**row, "refuse": True, "kind": "near-miss"})
+                elif (at := _answer_at(p, q)) is not None and (needle := _needle(context, at)):
+                    kinds["answerable"].append({**row, "needle": needle.strip(), "document": name,
+                                                "kind": "answerable"})
+    rng = random.Random(SEED)
+    rows = []
+    for kind, limit in LIMITS.items():
+        found = kinds[kind]
+        rows += rng.sample(found, min(limit, len(found)))
+    path = out / "questions.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lang", default="es")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    path = build(args.lang, args.out)
+    print(f"{path}: {sum(1 for _ in path.open(encoding='utf-8'))} questions")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
