@@ -38,10 +38,12 @@ import yaml
 from markdown_it import MarkdownIt
 
 SUPPORTED = {".md": "md", ".markdown": "md", ".txt": "txt", ".pdf": "pdf"}
-EXTRACTOR_VERSIONS = {"md": "md-3", "txt": "txt-3", "pdf": "pdf-5"}  # txt-2: headings read from lines' shape;
+EXTRACTOR_VERSIONS = {"md": "md-3", "txt": "txt-3", "pdf": "pdf-6"}  # txt-2: headings read from lines' shape;
 # pdf-4: ligatures read as their letters, combining accents composed, columns one after the other (rag.pdf);
 # md-3, txt-3, pdf-5: a document's language identified among every language the app reads (rag.languages),
-# not only English and Portuguese, so its chunks are analysed again.
+# not only English and Portuguese, so its chunks are analysed again;
+# pdf-6: a column's footnotes after the columns, a table's rows apart, numbered headings found in the
+# outline, a compound the document prints whole kept at a line-end hyphen (LaTeX papers, rag.pdf).
 TITLE_MAX = 80  # a first line longer than this is a paragraph, not a title
 
 

@@ -69,31 +69,61 @@ def compose(text: str, boxes: list | None = None) -> tuple[str, list | None]:
 LINE_END_HYPHEN = re.compile(r"(\w)-\n(\w)")
 
 
-def line_end_hyphen(text: str, m: re.Match) -> str:
+def line_end_hyphen(text: str, m: re.Match, compounds: frozenset[str] = frozenset()) -> str:
     r"""What a hyphen at the end of a line (matched by LINE_END_HYPHEN in `text`) becomes: the two letters
     joined ("exam-\nple": "example"), or joined with the hyphen kept when it is part of the word: the word
-    before it already holds one ("state-of-the-\nart"), or a capital or a digit stands beside it ("R-\nCNN",
-    "COVID-\n19", "Anglo-\nSaxon"). A lower-case compound broken at its own hyphen ("top-\ndown") cannot be
-    told from a broken word without a dictionary, and is joined.
+    before it already holds one ("state-of-the-\nart"), a capital or a digit stands beside it ("R-\nCNN",
+    "COVID-\n19", "Anglo-\nSaxon"), or the document prints the word with its hyphen inside a line
+    (`compounds`: "test-\ntime" where "test-time" is printed whole elsewhere). A lower-case compound broken at
+    its own hyphen and printed nowhere else cannot be told from a broken word without a dictionary, and is
+    joined.
 
-    >>> t = "exam-\nple, state-of-the-\nart and Fast R-\nCNN"
-    >>> LINE_END_HYPHEN.sub(lambda m: line_end_hyphen(t, m), t)
-    'example, state-of-the-art and Fast R-CNN'
+    >>> t = "exam-\nple, state-of-the-\nart and Fast R-\nCNN, no test-\ntime"
+    >>> LINE_END_HYPHEN.sub(lambda m: line_end_hyphen(t, m, frozenset({"test-time"})), t)
+    'example, state-of-the-art and Fast R-CNN, no test-time'
     """
     left = re.search(r"[\w-]*$", text[:m.start() + 1]).group()
     beside = m.group(1) + m.group(2)
-    keep = "-" in left or any(c.isupper() or c.isdigit() for c in beside)
+    right = re.compile(r"\w*").match(text, m.end() - 1).group()
+    keep = "-" in left or any(c.isupper() or c.isdigit() for c in beside) or f"{left}-{right}".lower() in compounds
     return m.group(1) + ("-" if keep else "") + m.group(2)
 
 
-def _normalise_block(text: str) -> str:
-    # Lines inside a block are wrapped prose: join them, keeping words apart; undo "exam-\nple".
+_COMPOUND = re.compile(r"\w+(?:-\w+)+")
+
+
+def compounds(lines) -> frozenset[str]:
+    """The hyphenated words ("two-stage") printed inside the given lines, lower-cased: a line-end hyphen
+    that splits one of them keeps it (`line_end_hyphen`). A word broken at a line's end ("test-") is none.
+
+    >>> sorted(compounds(["a two-stage and test-", "time detector, R-CNN"]))
+    ['r-cnn', 'two-stage']
+    """
+    return frozenset(w.lower() for ln in lines for w in _COMPOUND.findall(ln))
+
+
+def _normalise_block(text: str, known: frozenset[str] = frozenset()) -> str:
+    # Lines inside a block are wrapped prose: join them, keeping words apart; undo "exam-\nple" (`known`:
+    # the document's own hyphenated words, `compounds`).
     text = CONTROL.sub("", compose(text)[0])
-    text = LINE_END_HYPHEN.sub(lambda m: line_end_hyphen(text, m), text)
+    text = LINE_END_HYPHEN.sub(lambda m: line_end_hyphen(text, m, known), text)
     return re.sub(r"\s*\n\s*", " ", text).strip()
 
 
 _SENTENCE_END = ".!?:;"
+# A note mark printed right after a sentence's end ("… a graphics card.¹", LaTeX's superscript "1" read as a
+# plain digit): the sentence still ends there. A letter before the stop, so "version 3.1" is not one.
+_MARK_AFTER_END = re.compile(r"(?<=[^\W\d][.!?:;])(\d{1,3}|[*†‡§]|[¹²³⁴⁵⁶⁷⁸⁹⁰]+)$")
+
+
+def ends_sentence(text: str) -> bool:
+    """Whether `text` ends a sentence: with one of _SENTENCE_END, a note mark after it allowed.
+
+    >>> ends_sentence("a graphics card.1"), ends_sentence("the version 3.1"), ends_sentence("as the")
+    (True, False, False)
+    """
+    text = _MARK_AFTER_END.sub("", text.rstrip())
+    return bool(text) and text[-1] in _SENTENCE_END
 
 
 def _continues(prev: tuple[float, float, float, float], prev_size: float, prev_text: str,
@@ -119,7 +149,7 @@ def _continues(prev: tuple[float, float, float, float], prev_size: float, prev_t
     >>> _continues((72, 500, 290, 760), 10, "lifted out of the water before", (305, 140, 523, 200), 10)
     True
     """
-    if not prev_text.rstrip() or prev_text.rstrip()[-1] in _SENTENCE_END or not size or abs(prev_size - size) > 0.5:
+    if not prev_text.rstrip() or ends_sentence(prev_text) or not size or abs(prev_size - size) > 0.5:
         return False
     if box[1] < prev[1] - 2 * size and box[0] >= prev[2] - 2 * size:
         return True  # the next column
@@ -141,7 +171,7 @@ def page_break(last: tuple | None, first: tuple | None) -> str:
     >>> page_break(("Returns and refunds", 11, False, 72), ("A parcel that...", 11, False, 72))  # a heading
     '\\n\\n'
     """
-    if last is None or first is None or len(last[0]) <= TITLE_MAX or last[0].rstrip()[-1] in _SENTENCE_END:
+    if last is None or first is None or len(last[0]) <= TITLE_MAX or ends_sentence(last[0]):
         return "\n\n"
     same = first[1] and abs(last[1] - first[1]) <= 0.5 and abs(last[3] - first[3]) <= 2 * first[1]
     return " " if same else "\n\n"
@@ -170,6 +200,45 @@ def join_continued(blocks, join) -> list[tuple]:
         else:
             out.append((content, big, box, last, row))
     return out
+
+
+def notes_after_columns(blocks: list[tuple], first_line) -> list[tuple]:
+    """A page's blocks, (content, largest font size, bbox, …) in reading order, with the footnotes at the
+    foot of a column moved to the page's end, before the footnotes already there. In two columns LaTeX sets
+    a note at the foot of the column that cites it, so in reading order it stands between the column's last
+    line and the next column's first, often inside a sentence that goes on there; moved, that sentence is
+    joined whole (`join_continued`) and the note closes the page, where `footnotes` finds it. A column's
+    note: a block in type a point or more smaller than the block before it, starting with a note mark
+    (`_NOTE_MARK`), followed by a block that starts above it and to its right (the next column's top).
+    `first_line(content)`: the block's first line's text (the extractor's and the viewer's content differ).
+
+    >>> b = lambda t, size, box: ([t], size, box)
+    >>> page = [b("the late models were the", 10, (72, 500, 290, 760)), b("1A card.", 8, (72, 770, 290, 780)),
+    ...         b("last of their family.", 10, (305, 80, 523, 300))]
+    >>> [x[0][0] for x in notes_after_columns(page, lambda c: c[0])]
+    ['the late models were the', 'last of their family.', '1A card.']
+    """
+    def note(i: int) -> bool:
+        return i > 0 and blocks[i][1] <= blocks[i - 1][1] - 1 and bool(_NOTE_MARK.match(first_line(blocks[i][0])))
+
+    moved: set[int] = set()
+    for i in range(1, len(blocks) - 1):
+        if not note(i):
+            continue
+        j = i + 1  # several notes at one column's foot
+        while j < len(blocks) and blocks[j][1] <= blocks[i][1] + 0.5 and _NOTE_MARK.match(first_line(blocks[j][0])):
+            j += 1
+        box, after = blocks[i][2], blocks[j][2] if j < len(blocks) else None
+        if after is not None and after[1] < box[1] and after[0] >= box[2] - 2 * blocks[i][1]:
+            moved.update(range(i, j))
+    if not moved:
+        return blocks
+    rest = [b for i, b in enumerate(blocks) if i not in moved]
+    k = len(rest)  # the page's own closing notes stay after the moved ones: notes keep their order
+    size = max(blocks[i][1] for i in moved)
+    while k > 1 and rest[k - 1][1] <= size + 0.5 and _NOTE_MARK.match(first_line(rest[k - 1][0])):
+        k -= 1
+    return rest[:k] + [blocks[i] for i in sorted(moved)] + rest[k:]
 
 
 CELL_GAP = " | "  # between the cells of a table's row, where the lines of a prose block get a line break
@@ -209,16 +278,47 @@ def reading_order(blocks: list[dict], width: float) -> list[dict]:
     them) and a line's short pieces stay together. Without a cut, blocks go top to bottom, left to right.
     Text that does not run left to right comes last, and in the outer tenth of the page's width it is
     dropped: a side stamp ("arXiv:1504.08083v2 [cs.CV] 27 Sep 2015") is not part of the text, nor the
-    section of the paper.
+    section of the paper. A block that holds several rows of a table comes out a row at a time (`rows_apart`).
 
-    >>> b = lambda x0, y0, x1, y1, n=3: {"bbox": (x0, y0, x1, y1), "lines": [{"dir": (1, 0)}] * n}
+    >>> b = lambda x0, y0, x1, y1, n=3: {"bbox": (x0, y0, x1, y1),
+    ...                                  "lines": [{"dir": (1, 0), "bbox": (x0, y0 + 12 * i, x1, y0 + 12 * i + 10)}
+    ...                                            for i in range(n)]}
     >>> page = [b(72, 40, 520, 60, 1), b(72, 80, 290, 300), b(310, 80, 520, 300), b(72, 310, 290, 500)]
     >>> [p["bbox"][:2] for p in reading_order(page, 595)]  # title, left column (two blocks), right column
     [(72, 40), (72, 80), (72, 310), (310, 80)]
     """
     level = [b for b in blocks if all(abs(line.get("dir", (1, 0))[0]) > 0.99 for line in b["lines"])]
     turned = [b for b in blocks if b not in level and 0.1 * width < (b["bbox"][0] + b["bbox"][2]) / 2 < 0.9 * width]
-    return _cut(level) + turned
+    return [row for b in _cut(level) for row in rows_apart(b)] + turned
+
+
+def rows_apart(block: dict) -> list[dict]:
+    """A pymupdf block that holds several rows of a table (a booktabs table's body: one block, a line per
+    cell) as one block per row, so each row is a paragraph of its own with its cells apart (`is_row`), not
+    one run "Two-stage 41.2 910 Single-shot 35.7 140". Split only when every printed line of the block is
+    a row; any other block comes back as it is.
+
+    >>> line = lambda x0, x1, y: {"bbox": (x0, y, x1, y + 8)}
+    >>> rows = rows_apart({"bbox": (93, 92, 256, 122), "lines": [line(93, 162, 92), line(180, 196, 92),
+    ...     line(243, 256, 92), line(93, 111, 103), line(180, 196, 103), line(243, 256, 103)]})
+    >>> [(r["bbox"], len(r["lines"])) for r in rows]
+    [((93, 92, 256, 100), 3), ((93, 103, 256, 111), 3)]
+    """
+    groups: list[list[dict]] = []
+    for ln in block["lines"]:
+        box = ln["bbox"]
+        if groups:
+            first = groups[-1][0]["bbox"]
+            if abs((box[1] + box[3]) / 2 - (first[1] + first[3]) / 2) < (first[3] - first[1]) / 2:
+                groups[-1].append(ln)
+                continue
+        groups.append([ln])
+    if len(groups) < 2:
+        return [block]
+    rows = [dict(block, lines=g, bbox=(min(ln["bbox"][0] for ln in g), min(ln["bbox"][1] for ln in g),
+                                       max(ln["bbox"][2] for ln in g), max(ln["bbox"][3] for ln in g)))
+            for g in groups]
+    return rows if all(is_row(r) for r in rows) else [block]
 
 
 def _cut(blocks: list[dict]) -> list[dict]:
@@ -262,6 +362,21 @@ def _furniture_key(text: str) -> str:
     return re.sub(r"\d+", "#", re.sub(r"\s+", " ", text.lower())).strip()
 
 
+_HEADING_NUMBER = re.compile(r"^(\d+(\.\d+)*\.?|[IVXLC]+\.|[A-Z]\.)(\s*\|)?\s+(?=\w)")
+
+
+def _heading_key(text: str) -> str:
+    """A heading block's text as an outline entry names it: without its section number ("1 Introduction",
+    "2.3. Data", "IV. RESULTS"; LaTeX's outline leaves it out) and without the cell gap that `is_row` puts
+    between a number and a title set a quad apart ("1 | Introduction"). The extractor tries the text as it
+    is too: "2024 budget" may be the outline's name for it.
+
+    >>> _heading_key("1 | Introduction"), _heading_key("2.3. Data sets"), _heading_key("IV. RESULTS")
+    ('introduction', 'data sets', 'results')
+    """
+    return _furniture_key(_HEADING_NUMBER.sub("", text, count=1))
+
+
 def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
     import pymupdf
 
@@ -283,6 +398,7 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
         warnings = ["the PDF was damaged and has been repaired while reading; check its text"] if doc.is_repaired else []
         pages: list[list[tuple]] = []  # per page: (block text, largest font size, in a margin, left edge)
         sizes: Counter[float] = Counter()
+        read: list[tuple[float, list[tuple]]] = []  # per page: its height, its blocks as printed
         try:
             for page in doc:
                 raw: list[tuple] = []  # (lines, largest font size, bbox, last line)
@@ -303,9 +419,15 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
                         lines = [CELL_GAP.join(lines)]
                     if lines:
                         raw.append((lines, big, tuple(b["bbox"]), lines[-1], row))
+                raw = notes_after_columns(raw, lambda lines: lines[0])
+                read.append((height, join_continued(raw, lambda a, b: a + b)))
+            # The words the document prints with a hyphen, so that one broken at it stays whole (all pages
+            # first: the word may be printed whole on a later page).
+            known = compounds(ln for _, blocks in read for b in blocks for ln in b[0])
+            for height, joined in read:
                 blocks = []
-                for lines, big, (x0, y0, _, y1), _, _ in join_continued(raw, lambda a, b: a + b):
-                    text = _normalise_block("\n".join(lines))
+                for lines, big, (x0, y0, _, y1), _, _ in joined:
+                    text = _normalise_block("\n".join(lines), known)
                     if text:
                         blocks.append((text, big, y1 < 0.12 * height or y0 > 0.88 * height, x0))
                 pages.append(blocks)
@@ -350,13 +472,15 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
                 note_spans.append((pos, pos + len(text)))
             if toc:
                 for w in wanted:
-                    if _furniture_key(text).startswith(_furniture_key(w[1])[:40]) and len(text) <= len(w[1]) + 20:
+                    entry = _furniture_key(w[1])[:40]
+                    if (_furniture_key(text).startswith(entry) or _heading_key(text).startswith(entry)) and \
+                            len(text) <= len(w[1]) + 20:
                         heads.append((pos, pos + len(text), w[0], w[1]))
                         wanted.remove(w)
                         break
             elif body_size and big >= body_size * 1.15 and len(text) <= TITLE_MAX and not text.endswith("."):
                 level = 1 if big >= body_size * 1.4 else 2
-                heads.append((pos, pos + len(text), level, clean_heading(text)))
+                heads.append((pos, pos + len(text), level, clean_heading(text.replace(CELL_GAP, " "))))
             parts.append(text)
             pos += len(text)
         for lvl, t in wanted:  # an outline entry whose heading text was not found: section starts at the page

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Sequence
 
 from rag.extract import extract_bytes
-from rag.pdf import (CELL_GAP, CONTROL, LINE_END_HYPHEN, compose, drop_furniture, is_row, join_continued,
-                     line_end_hyphen, page_break, place_footnotes, reading_order, text_flags)
+from rag.pdf import (CELL_GAP, CONTROL, LINE_END_HYPHEN, compose, compounds, drop_furniture, is_row, join_continued,
+                     line_end_hyphen, notes_after_columns, page_break, place_footnotes, reading_order, text_flags)
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points
 
@@ -142,6 +142,7 @@ def pdf_layout(data: bytes) -> tuple[str, list[tuple[int, Box] | None]]:
 
     pages: list[list[tuple]] = []
     tracked: dict[int, list[tuple[int, Box] | None]] = {}  # id of a block's triple -> its boxes
+    read: list[tuple[float, list[tuple]]] = []  # per page: its height, its blocks as printed
     with pymupdf.open(stream=data, filetype="pdf") as doc:
         for pno, page in enumerate(doc, start=1):
             height = page.rect.height or 1.0
@@ -167,16 +168,20 @@ def pdf_layout(data: bytes) -> tuple[str, list[tuple[int, Box] | None]]:
                             boxes.append((pno, tuple(c["bbox"])))
                 if b["lines"]:
                     raw.append(((chars, boxes), big, tuple(b["bbox"]), "".join(chars) if row else last, row))
-            blocks = []
             # Lines of one sentence in blocks of their own are joined as rag.extract joins them.
-            joined = join_continued(raw, lambda a, b: (a[0] + ["\n"] + b[0], a[1] + [None] + b[1]))
-            for (chars, boxes), big, (x0, y0, _, y1), _, _ in joined:
-                text, kept = _normalise_tracked("".join(chars), boxes)
-                if text:
-                    triple = (text, big, y1 < 0.12 * height or y0 > 0.88 * height, x0)
-                    tracked[id(triple)] = kept
-                    blocks.append(triple)
-            pages.append(blocks)
+            raw = notes_after_columns(raw, lambda content: "".join(content[0]).split("\n", 1)[0])
+            read.append((height, join_continued(raw, lambda a, b: (a[0] + ["\n"] + b[0], a[1] + [None] + b[1]))))
+    # The document's own hyphenated words, from all its pages, as rag.extract finds them.
+    known = compounds(ln for _, joined in read for b in joined for ln in "".join(b[0][0]).split("\n"))
+    for height, joined in read:
+        blocks = []
+        for (chars, boxes), big, (x0, y0, _, y1), _, _ in joined:
+            text, kept = _normalise_tracked("".join(chars), boxes, known)
+            if text:
+                triple = (text, big, y1 < 0.12 * height or y0 > 0.88 * height, x0)
+                tracked[id(triple)] = kept
+                blocks.append(triple)
+        pages.append(blocks)
     out_text: list[str] = []
     out_boxes: list[tuple[int, Box] | None] = []
     last = None
@@ -195,12 +200,12 @@ def pdf_layout(data: bytes) -> tuple[str, list[tuple[int, Box] | None]]:
     return "".join(out_text), out_boxes
 
 
-def _normalise_tracked(text: str, boxes: list) -> tuple[str, list]:
+def _normalise_tracked(text: str, boxes: list, known: frozenset[str] = frozenset()) -> tuple[str, list]:
     """`rag.pdf._normalise_block` applied to text whose characters carry boxes, keeping them aligned."""
     text, boxes = compose(text, boxes)
     text, boxes = _sub(CONTROL, lambda m: "", text, boxes)
     # "exam-\nple" -> "example": the hyphen (unless it belongs to the word) and the line break go.
-    text, boxes = _sub(LINE_END_HYPHEN, lambda m: line_end_hyphen(text, m), text, boxes, keep_ends=True)
+    text, boxes = _sub(LINE_END_HYPHEN, lambda m: line_end_hyphen(text, m, known), text, boxes, keep_ends=True)
     text, boxes = _sub(re.compile(r"\s*\n\s*"), lambda m: " ", text, boxes)
     left = len(text) - len(text.lstrip())
     right = len(text.rstrip())

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 import ui
 from rag import ViewerError
+from rag.pdf import text_flags
 
 ROOT = Path(__file__).resolve().parent.parent
 VIEWER = str(ROOT / "app_pages" / "viewer.py")
@@ -232,3 +233,38 @@ def test_a_failed_document_is_named_as_failed_with_its_reason(indexed):
     assert next(d for d in indexed.documents() if d.path == "broken.pdf").status == "failed"
     with pytest.raises(ViewerError, match=r"'broken.pdf' could not be indexed \(.+\); nothing is shown"):
         indexed.locate("broken.pdf", 0, 5)
+
+
+PAPER = ROOT / "tests" / "fixtures" / "pdf" / "two-column-paper.pdf"  # LaTeX's output: see its .tex
+
+
+def test_a_latex_two_column_paper_is_found_by_typed_words_and_every_passage_is_marked(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "paper.pdf").write_bytes(PAPER.read_bytes())
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.sync()
+    chunks = list(engine.snapshot.chunks)  # the folder holds this one PDF
+    assert len(chunks) > 15
+    top = engine.search("lightweight classification head").candidates[0]  # "classiﬁcation" on the page
+    assert top.bm25_rank == 1 and "classification head" in top.content
+    data = engine.document_bytes("paper.pdf")
+    unmarked = re.compile(r"[\s|-]")  # the extractor's cell gaps, and a line-end hyphen it dropped
+    with pymupdf.open(stream=data, filetype="pdf") as pdf:  # read back as the extractor reads (the equation's
+        pages = [(p, p.get_textpage(flags=text_flags())) for p in pdf]  # sum signs read differently otherwise)
+        for c in chunks:  # both columns, the footnotes, the table: each passage marked, character for character
+            located = engine.locate("paper.pdf", int(c.meta["start"]), int(c.meta["end"]))
+            assert not located.problem and located.quote == c.content
+            printed = " ".join(pages[m.page - 1][0].get_textbox(pymupdf.Rect(r), textpage=pages[m.page - 1][1])
+                               for m in located.marks for r in m.rects)
+            printed, quoted = unmarked.sub("", printed), unmarked.sub("", c.content)
+            if "∈" in quoted:  # the equation: its stacked lines' rectangles overlap, so each reads some twice
+                assert set(quoted) <= set(printed), c.content
+            else:
+                assert printed == quoted, c.content
+    quote = "the first R-CNN classified warped proposals"  # its hyphen kept at a line's end: marked on both lines
+    c = chunk_holding(engine, quote)
+    at = int(c.meta["start"]) + c.content.index(quote)
+    located = engine.locate("paper.pdf", at, at + len(quote))
+    assert [m.page for m in located.marks] == [1] and len(located.marks[0].rects) == 2
+    assert read_back(data, located.marks) == quote
