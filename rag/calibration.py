@@ -52,6 +52,7 @@ import numpy as np
 
 from rag.gate import SupportRule
 from rag.lexical import LANGUAGE_NAMES
+from rag.words import LANGUAGES as WORDLIST_LANGUAGES
 from rag.search import SearchResult
 
 QUESTIONS_DIR = Path(__file__).resolve().parent / "questions"
@@ -282,7 +283,8 @@ class Calibration:
         # unclear one, by the strictest value: MiniLM's distances differ by language, so another language's
         # questions do not measure it, and the strictest is the one that answers least wrongly.
         head = ("no question yet" if lang is None else "language unclear" if not lang else
-                f"{LANGUAGE_NAMES.get(lang, lang)} has no unrelated questions of its own to calibrate on")
+                f"{LANGUAGE_NAMES.get(lang, lang)} has no unrelated questions of its own to calibrate on, and the "
+                f"word rules (written for {' and '.join(LANGUAGE_NAMES[x] for x in WORDLIST_LANGUAGES)}) stand down")
         if len(self.languages) == 1:
             return f"{head}; {strict.describe()}"
         if len({c.threshold for c in self.languages.values()}) == 1:

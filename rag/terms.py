@@ -35,9 +35,10 @@ QUESTION_FILLER = FUNCTION_WORDS | frozenset(fold(w) for w in every("asking_word
 @functools.lru_cache(maxsize=None)
 def _not_content(lang: str = "") -> frozenset[str]:
     """What is never a question's own word: the stopwords of the languages with word lists and their words
-    of asking; for a question in another language (`lang`), that language's longer stopwords-iso list too,
-    which holds its words of asking ("cuántos", "wie viele"), since no word list of it does."""
-    own = question_stop_words(lang) if lang and lang not in LANGUAGES else frozenset()
+    of asking; for a question in another language (`lang`), the stopwords its analyzer drops (no passage
+    holds them as words) and its longer stopwords-iso list, which holds its words of asking ("cuántos",
+    "wie viele"), since no word list of it does."""
+    own = stop_words(lang) | question_stop_words(lang) if lang and lang not in LANGUAGES else frozenset()
     return frozenset().union(*(stop_words(x) for x in LANGUAGES)) | QUESTION_FILLER | own
 
 

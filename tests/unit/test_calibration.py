@@ -119,6 +119,11 @@ def test_an_unclear_language_gets_the_strictest_threshold_and_close_distance():
     cal = Calibration("f", 0.5, {"en": lang_cal("en", 0.6), "pt": lang_cal("pt", 0.4)})
     assert (cal.threshold("en"), cal.threshold("pt"), cal.threshold("")) == (0.6, 0.4, 0.4)
     assert "language unclear, so the strictest calibrated value: calibrated for Portuguese" in cal.describe("")
+    # A language with no unrelated questions of its own (nor word rules) is judged alike, and says why.
+    assert (cal.threshold("es"), cal.rule("es", 0.5, 0.2).close) == (0.4, 0.3)
+    assert cal.describe("es").startswith("Spanish has no unrelated questions of its own to calibrate on, and the word "
+                                         "rules (written for English and Portuguese) stand down, so the strictest "
+                                         "calibrated value: calibrated for Portuguese: 0.400")
     assert Calibration("f", 0.5, {}).threshold("en") is None
     assert Calibration("f", 0.5, {}).describe(None) == "not calibrated: nothing is indexed"
 
