@@ -51,6 +51,8 @@ def compose(text: str, boxes: list | None = None) -> tuple[str, list | None]:
     >>> compose("\u037e")[0]  # the Greek question mark is a semicolon
     ';'
     """
+    if text.isascii():  # nothing to compose (and most blocks are): the loop below is the extractor's main cost
+        return text, (list(boxes) if boxes is not None else None)
     out: list[str] = []
     kept: list = []
     i = 0
@@ -99,7 +101,7 @@ def compounds(lines) -> frozenset[str]:
     >>> sorted(compounds(["a two-stage and test-", "time detector, R-CNN"]))
     ['r-cnn', 'two-stage']
     """
-    return frozenset(w.lower() for ln in lines for w in _COMPOUND.findall(ln))
+    return frozenset(w.lower() for ln in lines if "-" in ln for w in _COMPOUND.findall(ln))
 
 
 def _normalise_block(text: str, known: frozenset[str] = frozenset()) -> str:
@@ -304,8 +306,11 @@ def rows_apart(block: dict) -> list[dict]:
     >>> [(r["bbox"], len(r["lines"])) for r in rows]
     [((93, 92, 256, 100), 3), ((93, 103, 256, 111), 3)]
     """
+    lines = block["lines"]
+    if len(lines) < 4 or not is_row({"lines": lines[:2]}):  # a prose block: its first two lines are no row
+        return [block]
     groups: list[list[dict]] = []
-    for ln in block["lines"]:
+    for ln in lines:
         box = ln["bbox"]
         if groups:
             first = groups[-1][0]["bbox"]
