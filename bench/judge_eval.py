@@ -20,7 +20,9 @@ Rates carry Wilson 95% intervals; R@1 of the judge's order against the fused ord
 
 `--heldout` measures the held-out folder of `lab.heldout` instead (six other articles, nothing chosen on
 them); `--set judge=false` searches without the judge (the `words` configuration alone, three times faster).
-`--json` keeps every question's row too, for paired tests between two runs (`bench/paired.py`).
+`--json` keeps every question's row too, for paired tests between two runs (`bench/paired.py`). Searches
+are cached in `--out` by language, folder and judge, not by the code that searched: after a change to
+search or the word rules, measure into a new `--out` (or delete its `.pkl` files).
 
 The judge is on for these runs whatever the app's default (`judge = false`); `--judge-languages` lets it
 decide for languages its card does not list (docs/judge.md measured Portuguese that way).
