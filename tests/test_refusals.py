@@ -945,6 +945,7 @@ def test_calibrated_threshold_is_used_until_a_person_sets_one(make_engine, sampl
     assert cli(args + ["status"]) == 0
     status = capsys.readouterr().out
     assert f"threshold calibrated for English: {en:.3f}" in status and "calibrated for Portuguese" in status
+    assert re.search(r"^Languages: English \d+%, Portuguese \d+%\. In Portuguese: ", status, re.M), status
 
     # A threshold in the settings wins over the calibration; language_thresholds wins over both.
     fixed = make_engine(sample_folder, index_dir=tmp_path / "idx", threshold=0.61, language_thresholds="pt=0.33")
