@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from rag.followup import refers_back
+from rag.languages import question_language
 from rag.lexical import is_code
 from rag.terms import (MEASURES, acronyms, holds_value, identifier_numbers, number_tokens, question_names,
                        question_terms)
@@ -58,6 +59,7 @@ class Asked:
     referred: tuple[str, ...] = ()  # codes a follow-up names through "it" (the question before it names them)
     subject: tuple[str, ...] = ()  # a follow-up's subject: the words of the question before it
     measures: tuple[str, ...] = ()  # words asking for a measure ("temperature"), held by a value of it
+    lang: str = ""  # the question's language ("" when unclear): its words are also read with its analyzer
 
     @property
     def wordless(self) -> bool:
@@ -93,20 +95,21 @@ def analyze_question(question: str, query: str, snapshot: "Snapshot", lang: str 
     earlier_text = query[:-len(question)] if joined else ""
     # Its own words only: a follow-up with none ("Why?", "Há ou à?") is not supported by the passages that
     # hold the question before it (they would answer that question again, not this one).
+    lang = question_language(own, lexical.languages if has_chunks else ()) if lang is None else lang
     terms = tuple(question_terms(own, lang=lang))
     # Only a folder with something in it can be said never to mention a name; one a letter off a word it
     # uses may be a misspelling of it.
     # A unit written with a capital ("in degrees Celsius") is a measure, not a name: a passage giving "°C"
     # answers it, and a folder that never writes the word does not make the question about something absent.
     names, caps = [n for n in question_names(own) if n in terms and n not in MEASURES], acronyms(own)
-    unknown = tuple(n for n in names if has_chunks and lexical.unused(n) and not lexical.spelled_near(n))
+    unknown = tuple(n for n in names if has_chunks and lexical.unused(n, lang) and not lexical.spelled_near(n, lang))
     absent = tuple(n for n in unknown if n not in caps)
     # Names the folder does use ("lantern" in "What is the deadline of Project Lantern?"): a passage that
     # lacks one is about something else ("Project Heron ... Deadline: 30 November"). Not acronyms.
     # A name under three letters or with a stop in it ("Jr", "U.S.") is an abbreviation the passage may
     # write out; a form one letter off counts as the name ("Asia" for "Asian").
     named = tuple(n for n in names if n not in caps and len(n) >= 3 and "." not in n
-                  and has_chunks and not lexical.unused(n))
+                  and has_chunks and not lexical.unused(n, lang))
     # A number written as a name ("the Level 4 course", "the 2025 regatta") is one: a folder that never writes
     # it has nothing on that level or year (2025 is not a misspelling of 2026), and a passage without it is
     # about another ("Level 1 costs 260 euros"; found by a user trial). A follow-up with no number of its own
@@ -138,7 +141,7 @@ def analyze_question(question: str, query: str, snapshot: "Snapshot", lang: str 
     measures = tuple(t for t in terms if t in MEASURES)
     return Asked(question=question, query=query, terms=terms, unknown_names=unknown, absent_names=absent,
                  named=named, numbers=tuple(numbers), number_forms=forms, codes=codes, referred=referred,
-                 subject=subject, measures=measures)
+                 subject=subject, measures=measures, lang=lang or "")
 
 
 def weigh(asked: Asked, snapshot: "Snapshot", passages: Sequence[tuple[int, str, str, Any]]) -> list[Weight]:
@@ -180,7 +183,7 @@ class _Weigher:
         for n in a.named:
             if n in missing:
                 if n not in self._near:
-                    self._near[n] = lex.near_tokens(n)
+                    self._near[n] = lex.near_tokens(n, a.lang)
                 if not lex.holds_any(position, self._near[n]):
                     out.append(n)
         # Only the passage itself: counting a number held elsewhere in its section too (a year said once at

@@ -205,21 +205,27 @@ class LexicalIndex:
                 missing.append(term)
         return (found / total if total else 1.0), tuple(missing)
 
-    def unused(self, term: str) -> bool:
-        """True when no chunk holds the term under any of the folder's languages' analyzers: the folder never
-        uses the word."""
-        for lang in self.languages:
+    def _readings(self, lang: str) -> tuple[str, ...]:
+        """The analyzers a question's word is read with against the folder: the folder's languages (how its
+        passages would write it) and the question's own (`lang`: "Projeto" stems to "projet", one letter off
+        an English folder's "project")."""
+        return tuple(dict.fromkeys((*self.languages, lang) if lang else self.languages))
+
+    def unused(self, term: str, lang: str = "") -> bool:
+        """True when no chunk holds the term under the analyzers of the folder's languages or of the
+        question's (`lang`): the folder never uses the word."""
+        for lang in self._readings(lang):
             tokens = term_tokens(term, lang)
             if tokens and all(self._df(t) > 0 for t in tokens):
                 return False
         return True
 
-    def near_tokens(self, term: str) -> tuple[str, ...]:
+    def near_tokens(self, term: str, lang: str = "") -> tuple[str, ...]:
         """The folder's index tokens one letter off the term's (see `spelled_near`): "asia" for "asian"."""
         if self._bm25 is None or is_code(term):  # ERR-4017 is not a misspelling of ERR-4018
             return ()
         out: dict[str, None] = {}
-        for lang in self.languages:
+        for lang in self._readings(lang):
             for token in term_tokens(term, lang):
                 if len(token) >= 5:
                     out.update((v, None) for v in self._bm25.vocab_dict
@@ -230,7 +236,7 @@ class LexicalIndex:
         """Whether the chunk at `position` holds one of these index tokens."""
         return any(self._holds(position, t) for t in tokens)
 
-    def spelled_near(self, term: str) -> bool:
+    def spelled_near(self, term: str, lang: str = "") -> bool:
         """True when the folder holds a word one letter off the term (one added, dropped, changed, or two
         swapped; under any language's analyzer): the question may misspell a name the folder uses
         ("Krugmen" for Krugman, "Sunnside" for Sunnyside) or use its adjective ("Californian"), so the
@@ -239,7 +245,7 @@ class LexicalIndex:
         Scans the vocabulary (`near_tokens`): only for a name of the question, and only when the folder
         never uses it or a passage lacks it, which is rare, so nothing is precomputed.
         """
-        return bool(self.near_tokens(term))
+        return bool(self.near_tokens(term, lang))
 
     def known(self, token: str) -> bool:
         """True when some chunk holds this analysed token."""

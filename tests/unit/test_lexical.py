@@ -89,8 +89,9 @@ def test_question_terms(question, terms):
     ("¿Cuál es la receta del pastel de chocolate?", ("en", "pt"), "es"),  # a clear guess stands alone
     ("Wie hoch ist die Miete für die Wohnung?", ("en",), "de"),
     ("Quelle est la caution pour l'appartement ?", (), "fr"),
-    # Too short to tell alone ("Quando é que…" could be Spanish): the likeliest of the folder's languages.
-    ("Quando é que abre a marina?", (), ""), ("Quando é que abre a marina?", ("en", "pt"), "pt"),
+    ("Quando é que abre a marina?", (), "pt"), ("Can I keep a dog at home?", ("pt",), "en"),
+    # Too short to tell alone ("E para…" could be Spanish): the likeliest of the folder's languages.
+    ("E para juniores?", (), ""), ("E para juniores?", ("es", "pt"), "pt"),
     ("And for juniors?", ("en", "pt"), "en"), ("E para juniores?", ("en", "pt"), "pt"),
     ("", ("en",), ""), ("ERR-4017?", (), ""),
 ])
