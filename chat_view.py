@@ -38,7 +38,7 @@ MARKDOWN = rag.Markup(value=md_escape, strong=lambda text: f"**{md_escape(text)}
 # The background of a row's verdict cells, by the gate's verdict.
 VERDICT_COLOUR = {rag.KEPT: "background-color: #e3f1e6", rag.CAPPED: "background-color: #fbf0d9", rag.OVER: "",
                   rag.UNSUPPORTED: "background-color: #f6e3e3", rag.OFF_SUBJECT: "background-color: #f6e3e3",
-                  rag.JUDGED_OUT: "background-color: #f6e3e3"}
+                  rag.JUDGED_OUT: "background-color: #f6e3e3", rag.ACROSS_OVER: "background-color: #f6e3e3"}
 
 FUSED_HELP = {
     "zscore": "Each side's score as standard deviations above that side's mean over its candidates, weighted "
@@ -51,6 +51,7 @@ FUSION_NAME = {"zscore": "z-scores", "minmax": "min-max scaled scores", "rrf": "
 COLUMNS = ["fused", "score", "dense", "BM25", "distance", "margin", "support", "needs", "lacks", "document",
            "section", "preview", "verdict"]
 JUDGE_COLUMNS = ["judge", "judge rank"]  # first, when the judge read the rows
+SIDE_COLUMNS = ["multilingual", "multi distance"]  # after BM25's, when the multilingual side was searched
 COLUMN_KINDS = ("number", "text", "progress")
 NO_RANK = "–"  # a side that did not return the row (a null cell would read "None")
 
@@ -152,6 +153,8 @@ def _row(c: rag.Candidate, verdict: str, gated: rag.Gated) -> dict:
         "score": c.fused_score,
         "dense": _rank(c.dense_rank),
         "BM25": _rank(c.bm25_rank),
+        "multilingual": _rank(c.side_rank),
+        "multi distance": c.side_distance,
         "distance": c.distance,
         "margin": gated.threshold - c.distance,
         # Whole percents, rounded down: "29%", not "29.24%" beside "100%", and 49.9% (refused for holding
@@ -172,6 +175,9 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> Table:
     come first when the judge read the rows, and are left out when it did not (judge off)."""
     judged = any(c.judge is not None for c in gated.candidates)
     columns = (JUDGE_COLUMNS if judged else []) + COLUMNS
+    if any(c.side_distance is not None for c in gated.candidates):
+        at = columns.index("BM25") + 1
+        columns = columns[:at] + SIDE_COLUMNS + columns[at:]
     rows = [{k: v for k, v in _row(c, verdict, gated).items() if k in columns}
             for c, verdict in zip(gated.candidates, gated.verdicts)]
     coloured = ["verdict", "distance", "margin"] + (["judge"] if gated.rule.judging else ["support"])
@@ -199,6 +205,16 @@ def _columns(gated: rag.Gated, result: rag.SearchResult) -> dict[str, Column]:
             width="small", help="Rank by cosine distance (–: not in the dense top N)")),
         "BM25": Column("text", "BM25", dict(
             width="small", help="Rank by BM25 keyword score (–: not in BM25's top N)")),
+        "multilingual": Column("text", "multilingual", dict(
+            width="small", help="Rank by the multilingual model's cosine distance (–: not in its top N). It alone "
+                                "ranks a passage in another language than the question's")),
+        "multi distance": Column("number", "multi distance" + (f" (≤ {rule.across_cut:.3f}: another language)"
+                                                              if rule.across_cut is not None else ""), dict(
+            format="%.3f", width="small",
+            help="Cosine distance by the multilingual model. A passage in another language than the question's "
+                 "is judged by it, not by the threshold: "
+                 + (f"at most {rule.across_cut:.3f}, calibrated on this folder like the threshold, and the names "
+                    "the question writes." if rule.across_cut is not None else "not calibrated yet."))),
         "distance": Column("progress", f"distance (≤ {gated.threshold:.3f} passes)", dict(
             min_value=0.0, max_value=top, format="%.3f",
             help=f"Cosine distance to the question (0 = same meaning). Threshold {gated.threshold:.3f}.")),
@@ -223,6 +239,7 @@ def _columns(gated: rag.Gated, result: rag.SearchResult) -> dict[str, Column]:
         "verdict": Column("text", "verdict", dict(
             help=f"kept (at most {gated.max_chunks}) / under threshold, over cap / over threshold / "
                  "judged not to answer (the judge's score under its cut) / "
+                 "another language, over the multilingual cut (its multilingual distance, or a name it lacks) / "
                  "lacks the question's words (the support test) / lacks the earlier question's "
                  "subject (a follow-up's passage holding none of the words of the question it follows)")),
     }
@@ -250,8 +267,17 @@ def evidence_caption(gated: rag.Gated, result: rag.SearchResult) -> str:
         close = " (no lower share for close passages until the folder is calibrated)"
     judged = " The judge does not read this language well: the word tests decide." if result.judged else ""
     return (f"Evidence: cosine distance ≤ {gated.threshold:.3f} and support ≥ {rule.min_support:.0%} of "
-            f"the question's words{close}.{judged} Words looked for: "
+            f"the question's words{close}.{judged}{across_note(gated)} Words looked for: "
             + (md_escape(", ".join(result.terms)) or "none") + unknown_names_note(result))
+
+
+def across_note(gated: rag.Gated) -> str:
+    """A sentence of the evidence caption when some candidate is in another language than the question's."""
+    cut = gated.rule.across_cut
+    if cut is None or not any(gated.rule.reads_across(c) for c in gated.candidates):
+        return ""
+    return (f" A passage in another language is judged by its multilingual distance (≤ {cut:.3f}, calibrated on "
+            "this folder; the slider does not move it) and the names the question writes.")
 
 
 def unknown_names_note(result: rag.SearchResult) -> str:

@@ -98,8 +98,18 @@ def questions_digest() -> str:
 
 def evidence_distance(result: SearchResult, rule: SupportRule) -> float:
     """The smallest threshold at which this question gets an answer: the cosine distance of the nearest
-    candidate that passes the support test (infinity when none does, at any threshold)."""
-    return min((c.distance for c in result.candidates if rule.passes(c)), default=math.inf)
+    candidate that passes the support test (infinity when none does, at any threshold). A passage in another
+    language, which the threshold does not judge (`SupportRule.reads_across`), is not counted."""
+    return min((c.distance for c in result.candidates if rule.passes(c) and not rule.reads_across(c)),
+               default=math.inf)
+
+
+def across_distance(result: SearchResult) -> float:
+    """The smallest multilingual distance at which this question gets an answer from a passage in another
+    language than its own (names and words tests as the gate applies them; infinity when it has none)."""
+    probe = SupportRule(across_cut=math.inf)
+    return min((c.side_distance for c in result.candidates if probe.reads_across(c) and probe.across_passes(c)),
+               default=math.inf)
 
 
 def _just_under(x: float) -> float:
@@ -208,6 +218,10 @@ class LanguageCalibration:
     # `judge_budget` of the unrelated questions reach with their best judged passage, never under the floor.
     judge_cut: float | None = None
     judge_passing: int = 0  # unrelated questions whose best passage reaches the cut
+    # The multilingual distance a passage in another language must be at or under (None: no unrelated question
+    # of this language met a passage in another, so the folder holds none: the strictest of the others applies).
+    across_cut: float | None = None
+    across_passing: int = 0  # unrelated questions a passage in another language would answer at that cut
 
     def describe(self) -> str:
         """One line for the screen: what the calibrated value means."""
@@ -226,6 +240,9 @@ class LanguageCalibration:
         if self.judge_cut is not None:
             out += (f"; judge cut {self.judge_cut:.2f}, which {self.judge_passing} of {self.questions} unrelated "
                     "questions' best passages reach")
+        if self.across_cut is not None:
+            out += (f"; a passage in another language is judged by its multilingual distance, at most "
+                    f"{self.across_cut:.3f}, where {self.across_passing} of {self.questions} would pass")
         return out
 
 
@@ -246,9 +263,18 @@ class Calibration:
         mine = self.languages.get(lang)
         cuts = [c.judge_cut for c in self.languages.values() if c.judge_cut is not None]
         cut = mine.judge_cut if mine is not None else max(cuts, default=None)
+        rule = dataclasses.replace(rule, across_cut=self.across_cut(lang))
         if cut is None:
             return rule
         return dataclasses.replace(rule, judge_cut=cut, judge_rules=tuple(judge_rules), judge_lang=lang)
+
+    def across_cut(self, lang: str) -> float | None:
+        """The multilingual cut for a question language's passages in other languages; for a language without
+        one of its own (unclear, uncalibrated, or none of its questions met another language), the strictest."""
+        mine = self.languages.get(lang)
+        if mine is not None and mine.across_cut is not None:
+            return mine.across_cut
+        return min((c.across_cut for c in self.languages.values() if c.across_cut is not None), default=None)
 
     def _word_rule(self, lang: str, min_support: float, close_support: float,
                    ramp_support: float | None = None) -> SupportRule:
@@ -326,7 +352,8 @@ def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: st
               close_support: float, budget: float, floor: float, ceiling: float,
               close_percentile: float = 0.0, rise_percentile: float = 1.0,
               ramp_support: float | None = None, judge_langs: Sequence[str] = (), judge_budget: float = 0.02,
-              judge_floor: float = 0.0, judge_rules: Sequence[str] = ()) -> Calibration:
+              judge_floor: float = 0.0, judge_rules: Sequence[str] = (),
+              across_ceiling: float = 0.8) -> Calibration:
     """Search every unrelated question of every language once and choose each language's threshold and
     close distance. `vectors[lang]` holds the embeddings of `unrelated_questions(lang)`, in order.
 
@@ -335,7 +362,9 @@ def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: st
     (`close_distance`), and the distance past which the share needed rises at `rise_percentile` of them
     (`rise_distance`);
     the threshold is chosen with the full test (close distance included) for each kind's remaining
-    questions, and the strictest is kept, so that neither kind passes more often than the budget."""
+    questions, and the strictest is kept, so that neither kind passes more often than the budget. Before the
+    threshold, the multilingual cut for passages in other languages is chosen the same way on their
+    multilingual distances (`across_distance`, at most `across_ceiling`), when any question met one."""
     t0 = time.perf_counter()
     languages, points = {}, []
     for lang in LANGUAGES:
@@ -359,6 +388,16 @@ def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: st
             cut = judge_cut(best, judge_budget, judge_floor)
             judge_passing = sum(1 for b in best if b + 1e-9 >= cut)
             rule = dataclasses.replace(rule, judge_cut=cut, judge_rules=tuple(judge_rules), judge_lang=lang)
+        across, across_passing = None, 0
+        reach = [across_distance(r) for r in results]
+        if any(math.isfinite(x) for x, t in zip(reach, topics) if t not in excluded):
+            # As the threshold: the strictest of the kinds' values under the budget (a cut of its own scale).
+            across = min(choose_threshold([reach[i] for i, k in enumerate(kinds) if k == kind],
+                                          [topics[i] for i, k in enumerate(kinds) if k == kind], budget, 0.0,
+                                          across_ceiling, exclude=excluded)[0]
+                         for kind, _ in KINDS if kind in kinds)
+            across_passing = sum(1 for x, t in zip(reach, topics) if t not in excluded and x <= across)
+            rule = dataclasses.replace(rule, across_cut=across)
         values = [evidence_distance(r, rule) for r in results]
         by_kind = []
         for kind, _ in KINDS:
@@ -371,7 +410,8 @@ def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: st
         measured = [i for i, topic in enumerate(topics) if topic not in excluded]
         passing = sum(1 for i in measured if values[i] <= t)
         languages[lang] = LanguageCalibration(lang, t, close, budget, len(measured), passing, excluded, bound,
-                                              rise, None if rise is None else ceiling, cut, judge_passing)
+                                              rise, None if rise is None else ceiling, cut, judge_passing,
+                                              across, across_passing)
         points += [{"lang": lang, "kind": kind, "topic": topic, "question": q, "evidence": v, "nearest": n}
                    for kind, (topic, q), v, n in zip(kinds, qs, values, nearest)]
     return Calibration(fingerprint, min_support, languages, points, time.time(), time.perf_counter() - t0)

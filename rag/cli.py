@@ -153,13 +153,17 @@ def print_turn(turn: Turn) -> None:
         print(turn.result.feedback_note)
     judged = any(c.judge is not None for c in g.candidates)
     head = f"{'judge':>6} {'j#':>3} " if judged else ""
-    print(f"{head}{'fused':>5} {'dense':>5} {'bm25':>5} {'dist':>6} {'supp':>5} {'need':>5}  {'verdict':<26} document / section")
+    sided = any(c.side_distance is not None for c in g.candidates)
+    multi = f"{'multi':>5} {'mdist':>6} " if sided else ""
+    print(f"{head}{'fused':>5} {'dense':>5} {'bm25':>5} {multi}{'dist':>6} {'supp':>5} {'need':>5}  {'verdict':<26} document / section")
     for c, v in zip(g.candidates, g.verdicts):
         lacks = f"  (lacks: {', '.join(c.lacking)})" if c.lacking else ""
         score = (f"{_fmt(c.judge if c.judge is None else f'{c.judge:.2f}'):>6} {_fmt(c.judge_rank):>3} "
                  if judged else "")
         need = "    -" if rule.judging else f"{round(ceiled(rule.needed_by(c)) * 100):>4d}%"
-        print(f"{score}{c.fused_rank:>5} {_fmt(c.dense_rank):>5} {_fmt(c.bm25_rank):>5} {c.distance:6.3f} "
+        side = f"{_fmt(c.side_rank):>5} {_fmt(c.side_distance if c.side_distance is None else f'{c.side_distance:.3f}'):>6} " \
+            if sided else ""
+        print(f"{score}{c.fused_rank:>5} {_fmt(c.dense_rank):>5} {_fmt(c.bm25_rank):>5} {side}{c.distance:6.3f} "
               f"{percent(c.support):>5} {need}  "
               f"{v:<26} {c.doc_name}{' / ' + c.section if c.section else ''}{lacks}")
 

@@ -37,6 +37,7 @@ from rag.gate import GATE_RULES, NO_SUPPORT_TEST, Gated, SupportRule, gate
 from rag.judge import JUDGE_DIR, Judge, load_judge, rerank
 from rag.indexer import EMBED_GROUP, FileOutcome, Indexer, Progress, SyncReport, languages_of
 from rag.lexical import LANGUAGE_NAMES, question_language
+from rag.multilingual import MultilingualEmbedder, load_multilingual
 from rag.words import LANGUAGES as WORDLIST_LANGUAGES
 from rag.llm import LLMError
 from rag.prompt import llm_client
@@ -105,10 +106,13 @@ class Engine:
         self._unrelated_vectors: dict[str, np.ndarray] | None = None
         self.judge_error = ""  # why the judge could not be loaded ("" when it was, or is off)
         self.judge: Judge | None = self._load_judge()
+        # The multilingual side (rag.multilingual), None when it is off.
+        self.side: MultilingualEmbedder | None = load_multilingual() if settings.multilingual else None
+        self._unrelated_side: dict[str, np.ndarray] | None = None
         # The write-group size is read from this module when the engine opens, so a caller that sets
         # `rag.engine.EMBED_GROUP` first (crash and queue tests do, for small write groups) gets it.
         self.indexer = Indexer(settings, self.embedder, self.strategy, after_change=self._after_change,
-                               group=EMBED_GROUP)
+                               group=EMBED_GROUP, side=self.side)
         # The indexer's parts, under the names callers have always used (the same objects, not copies).
         self.store = self.indexer.store
         self.library = self.indexer.library
@@ -295,7 +299,7 @@ class Engine:
         snapshot = self.snapshot  # one reference: a publish during this search cannot mix two states
         weights = self.fusion_weights(settings, question)
         result = hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=settings,
-                               doc_ids=doc_ids, query=query, weights=weights)
+                               doc_ids=doc_ids, query=query, weights=weights, side=self.side)
         if joined and names_own_subject(question) and not _holds_own_words(result, settings):
             # A follow-up by its form that names a subject of its own ("And what does the slider change?"
             # after a question about refusals): joined to the previous question, the search found only
@@ -303,7 +307,7 @@ class Engine:
             # that search is the one shown; else the joined one stays (and its refusal names the words).
             # Not for "How do I fix it?": alone, it would be answered about fixing anything at all.
             alone = hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=settings,
-                                  doc_ids=doc_ids, weights=weights)
+                                  doc_ids=doc_ids, weights=weights, side=self.side)
             if _holds_own_words(alone, settings):
                 alone.joined_tried = query
                 # The time of the search tried first counts too: the screen's total is what the person waited.
@@ -339,7 +343,8 @@ class Engine:
         key = [s.tuning, s.candidates, s.judge, self.embedder.name, self.embedder.dimension, self.strategy.version,
                tuple(self.embedder.languages), sorted(self._languages), self._main_language(),
                questions_digest(), GATE_RULES, word_rules(), FEEDBACK_RULE, self.indexer.content_key,
-               self.judge.stamp if self.judge else "", tuple(self.judge.languages) if self.judge else ()]
+               self.judge.stamp if self.judge else "", tuple(self.judge.languages) if self.judge else (),
+               self.side.name if self.side else ""]
         return hashlib.sha1(repr(key).encode("utf-8")).hexdigest()
 
     def calibrated(self, stale_ok: bool = False) -> Calibration | None:
@@ -368,10 +373,12 @@ class Engine:
         """How the calibration searches each unrelated question: on the current snapshot, as a question is
         searched, the judge reading only its first few candidates within the ceiling (800 questions)."""
         s, snapshot = self.settings, self.snapshot
+        sides = self._calibration_side_vectors()
 
         def search(question: str, vector: np.ndarray) -> SearchResult:
             found = hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=s,
-                                  weights=self.fusion_weights(s, question), vector=vector)
+                                  weights=self.fusion_weights(s, question), vector=vector,
+                                  side=self.side, side_vector=sides.get(question))
             return self._judged(found, s, top=min(s.judge_top, s.calibration_judge_top), within=s.calibration_ceiling)
 
         return search
@@ -386,7 +393,8 @@ class Engine:
                          ceiling=s.calibration_ceiling, close_percentile=s.close_percentile,
                          rise_percentile=s.rise_percentile, ramp_support=s.ramp_support,
                          judge_langs=tuple(self.judge.languages) if judging else (),
-                         judge_budget=s.judge_budget, judge_floor=s.judge_floor, judge_rules=s.judge_rules)
+                         judge_budget=s.judge_budget, judge_floor=s.judge_floor, judge_rules=s.judge_rules,
+                         across_ceiling=s.across_ceiling)
 
     def _calibration_vectors(self) -> dict[str, np.ndarray]:
         """The unrelated questions' embeddings: computed once per process (they depend only on the model)."""
@@ -394,6 +402,15 @@ class Engine:
             self._unrelated_vectors = {lang: self.embedder.embed_batch([q for _, q in unrelated_questions(lang)])
                                        for lang in CALIBRATED_LANGUAGES}
         return self._unrelated_vectors
+
+    def _calibration_side_vectors(self) -> dict[str, np.ndarray]:
+        """The unrelated questions' multilingual vectors by question ({} when the side is off): once per process."""
+        if self.side is None:
+            return {}
+        if self._unrelated_side is None:
+            questions = [q for lang in CALIBRATED_LANGUAGES for _, q in unrelated_questions(lang)]
+            self._unrelated_side = dict(zip(questions, self.side.embed_batch(questions)))
+        return self._unrelated_side
 
     def threshold_choice(self, question: str, given: float | None = None, lang: str | None = None) -> ThresholdChoice:
         """The threshold for `question`, first of: `given` (the slider moved, `--threshold`); the person's
@@ -512,9 +529,15 @@ class Engine:
         unread = [x for x in langs if x != "unknown" and x not in self.embedder.languages]
         unruled = [x for x in langs if x != "unknown" and x not in WORDLIST_LANGUAGES]
         if unread:
+            read = [x for x in unread if self.side is not None and x in self.side.languages]
             line += (f" In {' and '.join(LANGUAGE_NAMES.get(x, x) for x in unread)}: {self.embedder.name} reads "
                      f"{', '.join(LANGUAGE_NAMES.get(x, x) for x in self.embedder.languages)} only, so its "
-                     f"distances say less and word search carries more.")
+                     f"distances say less and word search carries more"
+                     + (f"; the multilingual side reads {' and '.join(LANGUAGE_NAMES.get(x, x) for x in read)} and "
+                        "helps the search find its passages." if read else "."))
+        if self.side is not None and len([x for x in langs if x != "unknown"]) > 1:
+            line += (" A question in one of these languages finds passages in the others through the multilingual "
+                     "side.")
         if unruled:
             line += (f" The word rules (measures, follow-ups, numbers written as words) are written for "
                      f"{' and '.join(LANGUAGE_NAMES[x] for x in WORDLIST_LANGUAGES)} only: in "

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from rag.citations import locator
-from rag.gate import (ABSENT, CAPPED, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, UNNAMED,
+from rag.gate import (ACROSS, ACROSS_OVER, ABSENT, CAPPED, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, UNNAMED,
                       UNSUPPORTED, WORDLESS, WORDS, Gated, SupportRule)
 from rag.lexical import LANGUAGE_NAMES
 from rag.search import Candidate
@@ -43,7 +43,8 @@ _REASONS = {WORDLESS: "the question has no word of its own to look for",
             ELSEWHERE: "the passages close enough are not about the earlier question's subject",
             UNNAMED: "the passages close enough do not mention the name the question asks about",
             WORDS: "the passages close enough never mention the question's words",
-            JUDGE: "the judge read the closest passages and none answers it"}
+            JUDGE: "the judge read the closest passages and none answers it",
+            ACROSS: "no passage is close enough in meaning (they are in another language)"}
 _NO_PASSAGE = "nothing passed the threshold"  # the header when no candidate was under the threshold
 
 # What each word test kept beside the judge asks, in words (settings.JUDGE_RULES).
@@ -150,6 +151,11 @@ def _no_threshold(gated: Gated, lost_hint: str, markup: Markup = PLAIN) -> str:
         return "the question has no word of its own that a passage could hold."
     if gated.because == ABSENT:
         return f"the folder never mentions {markup.value(quoted(gated.names))}."
+    if gated.because == ACROSS:
+        return (f"every candidate is in another language than the question's, and is judged by its "
+                f"multilingual distance, which the slider does not move: the closest is "
+                f"{markup.strong(f'{gated.across_best:.3f}')}, over the calibrated "
+                f"{markup.strong(f'{gated.rule.across_cut:.3f}')}.")
     if gated.rule.judging:
         return f"the judge, which reads the question with each passage, found none that answers it. {advice}"
     # Not a dead end: the likeliest cause is a paraphrase, which the person can mend.
@@ -180,6 +186,8 @@ def refusal_sentence(gated: Gated) -> str | None:
     if gated.failed is None:
         return None
     t, q, because = gated.threshold, gated.question, gated.because
+    if gated.failed == DISTANCE and because == ACROSS:
+        return across_text(q, gated.across_best, gated.rule.across_cut, gated.language, gated.folder_languages)
     if gated.failed in (EMPTY, DISTANCE):
         text = refusal_text(t, q)
         if gated.failed == DISTANCE and because == ABSENT:  # nor would any threshold let a passage through
@@ -210,6 +218,13 @@ def passage_text(gated: Gated, c: Candidate) -> str:
         ahead = sum(1 for v in gated.verdicts if v == KEPT)
         return (f"Its chunk passed the threshold (distance {c.distance:.3f} ≤ {gated.threshold:.3f}) but came at "
                 f"fused rank {c.fused_rank}, after the {ahead} chunks the cap of {gated.max_chunks} allows.")
+    if verdict == ACROSS_OVER:
+        why = (f"its multilingual distance {c.side_distance:.3f} is over the cut of {gated.rule.across_cut:.3f}"
+               if c.side_distance is not None and c.side_distance > gated.rule.across_cut + 1e-9 else
+               f"it does not mention {', '.join(c.absent_names or c.lacks_names)}, which the question names"
+               if c.absent_names or c.lacks_names else "the question has no word of its own")
+        return (f"It is written in {LANGUAGE_NAMES.get(c.lang, c.lang)}, another language than the question's, so "
+                f"the multilingual side judged it (the slider does not move its cut), and {why}.")
     if verdict == JUDGED_OUT:
         score = "it did not read it" if c.judge is None else f"its score is {c.judge:.2f}"
         return (f"{close}, but the judge, which reads the question and the passage together, found it does not "
@@ -373,6 +388,18 @@ def other_language_hint(question_lang: str, passage_langs: Sequence[str],
             f"looks for the question's own words)")
 
 
+def across_text(question: str, best: float, cut: float, lang: str, folder: Sequence[str]) -> str:
+    """The refusal when every candidate is in another language than the question's and none is close enough.
+
+    >>> print(across_text("How many branches are there?", 0.6212, 0.55, "en", ("pt",)))
+    NO ANSWER: the folder's passages are in Portuguese, and none is close enough in meaning to "How many branches are there?" (best multilingual distance 0.621; English questions need 0.550 or less)
+    """
+    names = " and ".join(LANGUAGE_NAMES.get(x, x) for x in sorted(set(folder) - {lang})) or "another language"
+    asked = LANGUAGE_NAMES.get(lang, lang) or "these"
+    return (f"{REFUSAL_PREFIX}: the folder's passages are in {names}, and none is close enough in meaning to "
+            f'"{question}" (best multilingual distance {best:.3f}; {asked} questions need {cut:.3f} or less)')
+
+
 def judged_text(threshold: float, question: str, best: float, cut: float, lang: str) -> str:
     """The refusal when passages were close enough but the judge found none that answers.
 
@@ -393,14 +420,16 @@ def evidence_rule(rule: SupportRule) -> str:
     >>> evidence_rule(SupportRule(0.5, 0.628, 0.2))
     'support at least 50%, 20% for a passage at distance ≤ 0.628'
     """
+    across = (f"; a passage in another language: multilingual distance ≤ {rule.across_cut:.3f} and the names the "
+              "question writes" if rule.across_cut is not None else "")
     if rule.judging:
         name = LANGUAGE_NAMES.get(rule.judge_lang, "")
         where = f" (the cut calibrated for {name})" if name else " (the strictest calibrated cut: language unclear)"
         beside = [_JUDGE_RULE_TEXT[r] for r in rule.judge_rules if r in _JUDGE_RULE_TEXT]
         also = (", and " + "; ".join(beside)) if beside else ""
-        return f"the judge decides: a score of {rule.judge_cut:.2f} or more{where}{also}"
+        return f"the judge decides: a score of {rule.judge_cut:.2f} or more{where}{also}{across}"
     close = "".join(f", {x}" for x in (rule.relaxation, rule.ramp, rule.rising) if x)
-    return f"support at least {rule.min_support:.0%}{close}"
+    return f"support at least {rule.min_support:.0%}{close}{across}"
 
 
 def paraphrase_text(best: float, min_support: float, missing: Sequence[str]) -> str:

@@ -15,7 +15,7 @@ What it does not do: search, or decide what is good enough (`rag.search` ranks w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -68,23 +68,34 @@ def _floor(side: Sequence[tuple[str, float]], normalised: Mapping[str, float]) -
 @dataclass(frozen=True)
 class Fused:
     """One candidate's fused score, and each side's normalised score that went into it (None under RRF,
-    which reads ranks only). A side that did not return the candidate gives it that side's floor: its
-    lowest value (or one below it when all its scores are equal)."""
+    which reads ranks only, and for a side that was not searched). A side that did not return the candidate
+    gives it that side's floor: its lowest value (or one below it when all its scores are equal)."""
 
     score: float
     dense: float | None = None
     bm25: float | None = None
+    multilingual: float | None = None
+
+
+SIDES = ("dense", "bm25", "multilingual")
 
 
 def fuse(dense: Sequence[tuple[str, float]], bm25: Sequence[tuple[str, float]], *, method: str = "zscore",
-         weights: Mapping[str, float] | None = None, k: int = 60) -> dict[str, Fused]:
-    """Fuse the two sides' candidates, each given best first as (id, score) with higher = better (dense:
-    cosine similarity; BM25: its score). Returns every candidate, best first; equal scores keep the
-    order the candidates were first met in (dense's list, then BM25's), the caller breaks them further.
+         weights: Mapping[str, float] | None = None, k: int = 60,
+         multilingual: Sequence[tuple[str, float]] = (), across: Collection[str] = ()) -> dict[str, Fused]:
+    """Fuse the sides' candidates, each given best first as (id, score) with higher = better (dense and
+    multilingual: cosine similarity; BM25: its score). Returns every candidate, best first; equal scores
+    keep the order the candidates were first met in (dense's list, then BM25's, then the multilingual
+    side's), the caller breaks them further.
 
     - "rrf": weighted reciprocal rank fusion, w / (k + rank) summed over sides (scores are not read).
     - "minmax" / "zscore": a convex combination of the sides' normalised scores,
-      (w_dense * dense + w_bm25 * bm25) / (w_dense + w_bm25), each side normalised over its own list.
+      (w_dense * dense + w_bm25 * bm25 + w_multilingual * multilingual) / (the weights' sum), each side
+      normalised over its own list. A side not searched (an empty list) takes no part.
+
+    `across`: candidates in another language than the question's. When the multilingual side was searched,
+    it alone ranks them (MiniLM and BM25 do not read across languages: their scores for such a passage say
+    nothing of it).
 
     >>> f = fuse([("a", 0.9), ("b", 0.5)], [("b", 7.0), ("c", 3.0)], method="minmax", weights={"dense": 1, "bm25": 1})
     >>> [(cid, round(x.score, 3)) for cid, x in f.items()]
@@ -92,31 +103,47 @@ def fuse(dense: Sequence[tuple[str, float]], bm25: Sequence[tuple[str, float]], 
     >>> f = fuse([("a", 0.9), ("b", 0.5)], [("b", 7.0), ("c", 3.0)], weights={"dense": 3, "bm25": 1})
     >>> [(cid, round(x.score, 3), round(x.dense, 3), round(x.bm25, 3)) for cid, x in f.items()]
     [('a', 0.5, 1.0, -1.0), ('b', -0.5, -1.0, 1.0), ('c', -1.0, -1.0, -1.0)]
+    >>> f = fuse([("a", 0.9), ("b", 0.5)], [("a", 7.0), ("b", 3.0)], multilingual=[("x", 0.7), ("a", 0.6)],
+    ...          weights={"dense": 1, "bm25": 1, "multilingual": 0}, across={"x"})
+    >>> [(cid, round(x.score, 3)) for cid, x in f.items()]  # "x", another language: its multilingual score
+    [('x', 1.0), ('a', 1.0), ('b', -1.0)]
     """
-    w = {"dense": 1.0, "bm25": 1.0, **(weights or {})}
+    w = {"dense": 1.0, "bm25": 1.0, "multilingual": 1.0, **(weights or {})}
+    lists = {"dense": dense, "bm25": bm25, "multilingual": multilingual}
+    searched = [side for side in SIDES if side != "multilingual" or multilingual]
     if method == "rrf":
-        fused = rrf({"dense": [c for c, _ in dense], "bm25": [c for c, _ in bm25]}, k=k, weights=w)
+        fused = rrf({side: [c for c, _ in lists[side]] for side in searched}, k=k, weights=w)
+        if multilingual and across:
+            alone = rrf({"multilingual": [c for c, _ in multilingual]}, k=k, weights={"multilingual": 1.0})
+            fused = {cid: alone.get(cid, 0.0) if cid in across else s for cid, s in fused.items()}
+            fused = dict(sorted(fused.items(), key=lambda kv: -kv[1]))
         return {cid: Fused(s) for cid, s in fused.items()}
     if method not in FUSIONS:
         raise ValueError(f"unknown fusion {method!r}; choose one of {', '.join(FUSIONS)}")
-    nd = dict(zip((c for c, _ in dense), normalise([s for _, s in dense], method)))
-    nb = dict(zip((c for c, _ in bm25), normalise([s for _, s in bm25], method)))
-    floor_d, floor_b = _floor(dense, nd), _floor(bm25, nb)
-    total = w["dense"] + w["bm25"]
+    normed = {side: dict(zip((c for c, _ in lists[side]), normalise([s for _, s in lists[side]], method)))
+              for side in searched}
+    floors = {side: _floor(lists[side], normed[side]) for side in searched}
+    alone = {"multilingual": 1.0} if multilingual else None
     out = {}
-    for cid in dict.fromkeys([*nd, *nb]):
-        d, b = nd.get(cid, floor_d), nb.get(cid, floor_b)
-        out[cid] = Fused((w["dense"] * d + w["bm25"] * b) / total if total > 0 else 0.0, d, b)
+    for cid in dict.fromkeys(c for side in searched for c in normed[side]):
+        values = {side: normed[side].get(cid, floors[side]) for side in searched}
+        mine = alone if alone and cid in across else w
+        total = sum(mine.get(side, 0.0) for side in searched)
+        score = sum(mine.get(side, 0.0) * values[side] for side in searched) / total if total > 0 else 0.0
+        out[cid] = Fused(score, values["dense"], values["bm25"], values.get("multilingual"))
     return dict(sorted(out.items(), key=lambda kv: -kv[1].score))
 
 
 def fused_order(dense: Sequence[tuple[str, float]], bm25: Sequence[tuple[str, float]], distances: Mapping[str, float],
                 *, n: int, method: str = "zscore", weights: Mapping[str, float] | None = None,
-                k: int = 60) -> list[tuple[str, Fused]]:
-    """The search's ranking step: `dense` as (id, cosine distance) closest first, `bm25` as (id, score) best
-    first, `distances` the distance of every candidate of either side. The best `n` by `fuse`, equal fused
-    scores closer chunk first. Evaluation calls this too, so a measured rule is the app's rule."""
-    fused = fuse([(cid, 1.0 - d) for cid, d in dense], bm25, method=method, weights=weights, k=k)
+                k: int = 60, multilingual: Sequence[tuple[str, float]] = (),
+                across: Collection[str] = ()) -> list[tuple[str, Fused]]:
+    """The search's ranking step: `dense` (and `multilingual`) as (id, cosine distance) closest first, `bm25`
+    as (id, score) best first, `distances` the MiniLM distance of every candidate of any side. The best `n`
+    by `fuse`, equal fused scores closer chunk first. Evaluation calls this too, so a measured rule is the
+    app's rule."""
+    fused = fuse([(cid, 1.0 - d) for cid, d in dense], bm25, method=method, weights=weights, k=k,
+                 multilingual=[(cid, 1.0 - d) for cid, d in multilingual], across=across)
     return sorted(fused.items(), key=lambda kv: (-kv[1].score, distances[kv[0]]))[:n]
 
 
@@ -127,14 +154,18 @@ def question_weights(settings: Settings, language: str, model_languages: Sequenc
     words there, while the model's similarities for a language it never learnt rank poorly), else
     `dense_weight`; BM25 weighs `bm25_weight` either way. A question in a language the folder does not
     hold (a cross-language question) shares few words with it, so both sides keep their usual weights.
+    The multilingual side weighs `multilingual_weight` for a question in a language MiniLM does not read,
+    `multilingual_weight_read` for one it reads (it ranks a passage in another language alone: `fuse`).
     `language`: the question's, or the folder's main language when the question's is unclear.
 
     >>> from rag.settings import Settings
     >>> s = Settings(dense_weight=0.6, dense_weight_unread=0.1, bm25_weight=0.4)
     >>> question_weights(s, "pt", ("en",), ("en", "pt")), question_weights(s, "en", ("en",), ("en", "pt"))
-    ({'dense': 0.1, 'bm25': 0.4}, {'dense': 0.6, 'bm25': 0.4})
+    ({'dense': 0.1, 'bm25': 0.4, 'multilingual': 0.2}, {'dense': 0.6, 'bm25': 0.4, 'multilingual': 0.0})
     >>> question_weights(s, "pt", ("en",), ("en",))  # a Portuguese question about English notes
-    {'dense': 0.6, 'bm25': 0.4}
+    {'dense': 0.6, 'bm25': 0.4, 'multilingual': 0.2}
     """
     unread = language not in model_languages and language in folder_languages
-    return {"dense": settings.dense_weight_unread if unread else settings.dense_weight, "bm25": settings.bm25_weight}
+    read = language in model_languages
+    return {"dense": settings.dense_weight_unread if unread else settings.dense_weight, "bm25": settings.bm25_weight,
+            "multilingual": settings.multilingual_weight_read if read else settings.multilingual_weight}

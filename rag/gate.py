@@ -28,6 +28,12 @@ Within the support test a candidate also fails when:
 A passage that holds a code the question names (`codes`: "ERR-4017") passes the support test whatever else
 it lacks; it still needs the distance test.
 
+A passage in another language than the question's (`Candidate.across`, found by the multilingual side)
+is judged by neither test: MiniLM's distance across languages and the share of the question's words say
+nothing of it. It is evidence when its multilingual distance is at or under `SupportRule.across_cut`
+(calibrated per folder and question language on the unrelated questions, as the threshold is) and the name
+tests hold (a name is written alike in every language). The slider does not move that cut.
+
 The gate keeps, in fused order, at most `max_chunks` candidates that pass both. When none does, `Gated`
 says which test failed (`failed`: EMPTY, DISTANCE, SUPPORT), which rule of the support test it names
 (`because`: WORDLESS, ABSENT, UNNAMED, ELSEWHERE, JUDGE, WORDS) and the data its words need; rag.explain
@@ -58,6 +64,7 @@ OVER = "over threshold"
 UNSUPPORTED = "lacks the question's words"
 OFF_SUBJECT = "lacks the earlier question's subject"
 JUDGED_OUT = "judged not to answer"
+ACROSS_OVER = "another language, over the multilingual cut"
 
 # Names the version of the tests below: a change to them recalibrates every folder (part of the calibration's
 # fingerprint), since the calibrated threshold is chosen with them.
@@ -74,6 +81,7 @@ EMPTY, DISTANCE, SUPPORT = "empty", "distance", "support"
 # Within the support test, which of its rules the refusal names (`Gated.because`), in the order checked.
 WORDLESS, ABSENT, ELSEWHERE, UNNAMED, WORDS = "wordless", "absent name", "off subject", "lacks a name", "words"
 JUDGE = "judge"
+ACROSS = "another language"  # DISTANCE: every candidate is in another language, and none is close enough
 
 
 def lacked_by_all(rows: Sequence[Candidate], order: Sequence[str]) -> tuple[str, ...]:
@@ -127,6 +135,19 @@ class SupportRule:
     judge_cut: float | None = None
     judge_rules: tuple[str, ...] = JUDGE_RULES
     judge_lang: str = ""
+    # The multilingual distance a passage in another language than the question's must be at or under (None:
+    # such a passage is judged as any other: the multilingual side is off, or nothing calibrated it).
+    across_cut: float | None = None
+
+    def reads_across(self, c: Candidate) -> bool:
+        """Whether `c` is judged by its multilingual distance (it is in another language than the question's)."""
+        return c.across and self.across_cut is not None and c.side_distance is not None
+
+    def across_passes(self, c: Candidate) -> bool:
+        """A passage in another language: close enough in meaning, and the names the question writes hold."""
+        if c.absent_names or c.lacks_names or (c.wordless and not c.codes):
+            return False
+        return c.side_distance is not None and c.side_distance <= self.across_cut + 1e-9
 
     @property
     def judging(self) -> bool:
@@ -196,6 +217,8 @@ class SupportRule:
         return self.needed(c.distance, c.unknown_names)
 
     def passes(self, c: Candidate) -> bool:
+        if self.reads_across(c):
+            return self.across_passes(c)
         if self.judging:
             return self.words_hold(c) and (self.judge_passes(c) or ("codes" in self.judge_rules and bool(c.codes)))
         # Both are part of the support test: with none (min_support 0, `NO_SUPPORT_TEST`) neither applies.
@@ -230,8 +253,8 @@ class SupportRule:
     def holds_in_full(self, c: Candidate) -> bool:
         """It holds the full share of the question's words (or a code it names), not only a close
         paraphrase's."""
-        if self.judging:
-            return self.passes(c)  # the judge read it whole: no paraphrase caution
+        if self.judging or self.reads_across(c):
+            return self.passes(c)  # the judge (or the multilingual side) read it whole: no paraphrase caution
         return bool(c.codes) or c.support + 1e-9 >= self.min_support
 
 
@@ -270,6 +293,7 @@ class Gated:
     near_languages: tuple[str, ...] = ()
     folder_languages: tuple[str, ...] = ()
     judge_best: float = -math.inf  # JUDGE: the best score among the passages judged out (-inf: none read)
+    across_best: float = math.inf  # ACROSS: the smallest multilingual distance among the passages
 
     @property
     def refusal(self) -> str | None:
@@ -353,9 +377,12 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
     with the data rag.explain words it with."""
     verdicts, kept = [], []
     for c in result.candidates:
-        if c.distance > threshold:
+        across = rule.reads_across(c)  # judged by its multilingual distance, not by the threshold
+        if across and not rule.across_passes(c):
+            verdicts.append(ACROSS_OVER)
+        elif not across and c.distance > threshold:
             verdicts.append(OVER)
-        elif not rule.passes(c):
+        elif not across and not rule.passes(c):
             if rule.judging:
                 off = "subject" in rule.judge_rules and rule.off_subject(c)
                 verdicts.append(JUDGED_OUT if rule.words_hold(c) else OFF_SUBJECT if off else UNSUPPORTED)
@@ -369,7 +396,8 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
         else:
             verdicts.append(CAPPED)
     closest = min(result.candidates, key=lambda c: c.distance, default=None)
-    supported = [c for c in result.candidates if rule.passes(c)]
+    # The nearest passage that a threshold would let through (one in another language: no threshold would).
+    supported = [c for c in result.candidates if rule.passes(c) and not rule.reads_across(c)]
     closest_supported = min(supported, key=lambda c: c.distance, default=None)
     failed, missing, because, data = None, (), "", {}
     if not kept:
@@ -382,6 +410,10 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
             failed = DISTANCE
             if result.absent_names:  # nor would any threshold let a passage through
                 because, data = ABSENT, {"names": result.absent_names}  # the header says so too
+            elif all(rule.reads_across(c) for c in result.candidates):
+                because, data = ACROSS, {"across_best": min(c.side_distance for c in result.candidates),
+                                         "language": result.language,
+                                         "folder_languages": tuple(result.folder_languages)}
         else:
             failed = SUPPORT
             # Words that none of the close passages holds, in the question's order.

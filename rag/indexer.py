@@ -15,6 +15,7 @@ nothing else of the engine. Uploads are saved into the folder by `rag.uploads`, 
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import hashlib
 import os
 import threading
@@ -29,6 +30,7 @@ from rag.chunk import Chunk, Strategy, chunk_document
 from rag.embed import Embedder, count_tokens, header_share
 from rag.extract import EXTRACTOR_VERSIONS, SUPPORTED, ExtractionError, Extracted, extract_bytes, kind_of
 from rag.lexical import analyze, detect_language
+from rag.multilingual import MultilingualEmbedder
 from rag.library import VISIBLE, DocRecord, Library, Stamp, WriterLock
 from rag.queue import (CANCELLED, EMBEDDING, EXTRACTING, FAILED, INDEXED, REMOVED, FolderWatcher, IndexQueue,
                        QueueItem, Stopped)
@@ -72,7 +74,8 @@ class Indexer:
     time the queue empties (outside the writer lock); `group`: chunks embedded and written together."""
 
     def __init__(self, settings: Settings, embedder: Embedder, strategy: Strategy,
-                 after_change: Callable[[], None] = lambda: None, group: int = EMBED_GROUP):
+                 after_change: Callable[[], None] = lambda: None, group: int = EMBED_GROUP,
+                 side: MultilingualEmbedder | None = None):
         self.settings = settings
         self.folder = Path(settings.folder)
         self.embedder = embedder
@@ -80,6 +83,12 @@ class Indexer:
         self.after_change = after_change
         self.group = group
         self.store = ChunkStore(settings, embedder.name, embedder.dimension)
+        # The multilingual side (rag.multilingual): its vectors in a collection of their own, under the same
+        # chunk ids, written and deleted with the chunks. A chunk without one (the side was off when it was
+        # indexed, or its model changed) gets it when the snapshot is rebuilt (`reload`).
+        self.side = side
+        self.side_store = (ChunkStore(settings, side.name, side.dimension, client=self.store.client)
+                           if side is not None else None)
         self.library = Library(settings.index_path / "library.sqlite")
         self.lock = WriterLock(settings.index_path / "writer.lock")
         # Each visible document's chunks as written (with their vectors): what `_publish` builds the snapshot from.
@@ -134,6 +143,9 @@ class Indexer:
                 self._chunks_by_doc.pop(doc_id, None)
         # Chunks of documents the library does not show (pending work, a crash between writes): delete them.
         self.store.delete_docs([d for d in counts if d not in records or records[d].status not in VISIBLE])
+        if self.side_store is not None:
+            side = self.side_store.chunk_counts()
+            self.side_store.delete_docs([d for d in side if d not in records or records[d].status not in VISIBLE])
 
     def reload(self) -> None:
         """Rebuild the search snapshot from the store (the truth) and the library's statuses."""
@@ -144,8 +156,25 @@ class Indexer:
                 by_doc.setdefault(c.doc_id, []).append(c)
         for chunks in by_doc.values():
             chunks.sort(key=lambda c: int(c.meta["chunk_index"]))
+        if self.side_store is not None:
+            by_doc = self._with_side(by_doc)
         self._chunks_by_doc = by_doc
         self._publish()
+
+    def _with_side(self, by_doc: dict[str, list[StoredChunk]]) -> dict[str, list[StoredChunk]]:
+        """Each chunk with its multilingual vector; the ones the side store lacks are embedded now and written
+        when no other process is writing (else they are embedded again at its next start)."""
+        stored = self.side_store.all_vectors()
+        missing = [c for chunks in by_doc.values() for c in chunks if c.id not in stored]
+        if missing:
+            vectors = self.side.embed_batch([c.text for c in missing])
+            stored.update(zip((c.id for c in missing), vectors))
+            if self.lock.acquire(timeout=0):
+                try:
+                    self.side_store.add_vectors([c.id for c in missing], [c.doc_id for c in missing], vectors)
+                finally:
+                    self.lock.release()
+        return {d: [dataclasses.replace(c, side=stored[c.id]) for c in chunks] for d, chunks in by_doc.items()}
 
     # Publishing lives here, beside the writes, rather than in the engine that only reads its result: each
     # write ends by publishing under the writer lock, so a document's chunks reach searches only once its
@@ -229,7 +258,7 @@ class Indexer:
             if report.count("removed") and not todo:
                 self._publish()  # (_index publishes whatever it wrote; an unchanged folder rebuilds nothing)
             if not any(r.status == "stale" and r.stamp and r.stamp.model != self.embedder.name for r in self.library.all()):
-                self.store.drop_other_collections()
+                self.store.drop_other_collections(keep=[self.side_store.name] if self.side_store else [])
         self.after_change()  # the engine calibrates now, so the first question after a change does not wait for it
         report.seconds = time.perf_counter() - t0
         return report
@@ -293,7 +322,14 @@ class Indexer:
         # The record first: a crash before the chunks go leaves chunks no record claims, which start-up deletes.
         self.library.remove(doc_id)
         self._chunks_by_doc.pop(doc_id, None)
-        self.store.delete_doc(doc_id)
+        self._delete_docs([doc_id])
+
+    def _delete_docs(self, doc_ids: Sequence[str]) -> None:
+        """A document's chunks leave both stores (the multilingual side's after the chunks: a crash between the
+        two leaves side vectors no chunk claims, which start-up deletes)."""
+        self.store.delete_docs(list(doc_ids))
+        if self.side_store is not None:
+            self.side_store.delete_docs(list(doc_ids))
 
     def _index(self, rel_paths: list[str], report: SyncReport, progress: Progress | None) -> None:
         total = len(rel_paths)
@@ -358,14 +394,17 @@ class Indexer:
         rec.chunks = 0
         self.library.put(rec)
         self._chunks_by_doc.pop(rec.doc_id, None)
-        self.store.delete_doc(rec.doc_id)
+        self._delete_docs([rec.doc_id])
 
     def _write_group(self, group: list[tuple[DocRecord, list[Chunk]]], report: SyncReport,
-                     vectors: np.ndarray | None = None) -> None:
-        """Embed (unless `vectors` are given) and write a group of prepared documents; records last."""
+                     vectors: np.ndarray | None = None, sides: np.ndarray | None = None) -> None:
+        """Embed (unless `vectors`, and the multilingual side's `sides`, are given) and write a group of
+        prepared documents; records last."""
         texts = [c.text for _, chunks in group for c in chunks]
         try:
             vectors = self.embedder.embed_batch(texts) if vectors is None else vectors
+            if self.side is not None and sides is None:
+                sides = self.side.embed_batch(texts)
         except Exception as exc:
             for rec, _ in group:
                 rec.status, rec.reason = "failed", f"embedding failed ({type(exc).__name__}: {exc})"
@@ -378,14 +417,17 @@ class Indexer:
         extras = [self._chunk_extra(rec) for rec, cs in group for _ in cs]
         # pending first: a crash from here on leaves records that start-up knows to undo.
         self.library.put(*recs)
-        self.store.delete_docs([r.doc_id for r in recs])
+        self._delete_docs([r.doc_id for r in recs])
         self.store.add(chunks, vectors, extras)  # one write for the group: Chroma is fastest in bulk
+        if self.side_store is not None:
+            self.side_store.add_vectors([c.id for c in chunks], [c.doc_id for c in chunks], sides)
         at, now = 0, time.time()
         for rec, cs in group:
             rec.status, rec.reason, rec.chunks, rec.indexed_at = "indexed", "", len(cs), now
+            mine = sides[at:at + len(cs)] if sides is not None else [None] * len(cs)
             self._chunks_by_doc[rec.doc_id] = [
-                StoredChunk(c.id, c.doc_id, c.text, chunk_metadata(c, x), v)
-                for c, x, v in zip(cs, extras[at:at + len(cs)], vectors[at:at + len(cs)])]
+                StoredChunk(c.id, c.doc_id, c.text, chunk_metadata(c, x), v, sv)
+                for c, x, v, sv in zip(cs, extras[at:at + len(cs)], vectors[at:at + len(cs)], mine)]
             at += len(cs)
             report.outcomes.append(FileOutcome(rec.path, "indexed", len(cs), doc_id=rec.doc_id))
         self.library.put(*recs)  # chunk counts and stamps land together, after all chunks are written
@@ -491,6 +533,7 @@ class Indexer:
         owner = [i for i, (_, chunks, _) in enumerate(group) for _ in chunks]  # text j belongs to file owner[j]
         first = {i: owner.index(i) for i in set(owner)}
         vectors: dict[int, np.ndarray] = {}
+        sides: dict[int, np.ndarray] = {}  # the multilingual side's, when it is on
         dropped: set[int] = set()
         # One model batch at a time: the model serves one caller at a time, so a question asked meanwhile
         # waits for at most one batch of 32 (measured: slices of 256 made questions wait minutes on a busy machine).
@@ -504,6 +547,8 @@ class Indexer:
             keep = [j for j in range(at, end) if owner[j] not in dropped]
             if keep:
                 vectors.update(zip(keep, self.embedder.embed_batch([texts[j] for j in keep])))
+                if self.side is not None:
+                    sides.update(zip(keep, self.side.embed_batch([texts[j] for j in keep])))
             for i in here:
                 if i not in dropped:
                     queue.save(group[i][2], done=min(len(group[i][1]), end - first[i]))
@@ -516,8 +561,9 @@ class Indexer:
             return
         report = SyncReport()
         rows = np.stack([vectors[j] for j in range(len(texts)) if owner[j] not in dropped])
+        side_rows = np.stack([sides[j] for j in range(len(texts)) if owner[j] not in dropped]) if sides else None
         with self.lock:
-            self._write_group([(group[i][0], group[i][1]) for i in kept], report, rows)
+            self._write_group([(group[i][0], group[i][1]) for i in kept], report, rows, side_rows)
             self._publish()
         outcome = {o.path: o for o in report.outcomes}
         for i in kept:

@@ -46,6 +46,7 @@ from rag.embed import Embedder
 from rag.evidence import analyze_question, weigh
 from rag.fusion import fused_order
 from rag.lexical import LexicalIndex, analyze, analyze_query, question_language
+from rag.multilingual import MultilingualEmbedder
 from rag.settings import Settings
 from rag.store import StoredChunk
 
@@ -108,6 +109,14 @@ class Candidate:
     # it read (rag.judge.rerank); None for a candidate it did not read.
     judge: float | None = None
     judge_rank: int | None = None
+    # The multilingual side (rag.multilingual), when it was searched: its rank (None: not in its top N), its
+    # cosine distance and its normalised score in the fusion.
+    side_rank: int | None = None
+    side_distance: float | None = None
+    side_norm: float | None = None
+    # Written in another language than the question's (both identified): the multilingual side alone ranked
+    # it, and the gate reads its multilingual distance, not MiniLM's, nor the question's words (rag.gate).
+    across: bool = False
 
     @property
     def lacking(self) -> tuple[str, ...]:
@@ -170,6 +179,7 @@ class Snapshot:
     pos: dict[str, int] = field(default_factory=dict)
     doc_of: np.ndarray | None = None
     vectors: np.ndarray | None = None  # row i is chunks[i]'s stored vector: distances without a round trip
+    side_vectors: np.ndarray | None = None  # row i is chunks[i]'s multilingual vector (None: the side is off)
     tokens: list[list[str]] | None = None  # row i is chunks[i]'s analysed text, as BM25 indexed it (feedback)
     versions: dict[str, str] = field(default_factory=dict)  # doc_id -> content hash of the indexed version
 
@@ -188,16 +198,19 @@ class Snapshot:
         lexical = LexicalIndex.build([c.text for c in chunks], [c.meta.get("lang", "") for c in chunks],
                                      k1=settings.bm25_k1, b=settings.bm25_b, tokens=tokens)
         vectors = np.stack([c.vector for c in chunks]) if chunks else np.zeros((0, 0), dtype=np.float32)
+        sided = bool(chunks) and all(c.side is not None for c in chunks)
         return cls(chunks, lexical, docs, {c.id: i for i, c in enumerate(chunks)},
-                   np.array([c.doc_id for c in chunks], dtype=object), vectors, list(tokens), dict(versions or {}))
+                   np.array([c.doc_id for c in chunks], dtype=object), vectors,
+                   np.stack([c.side for c in chunks]) if sided else None, list(tokens), dict(versions or {}))
 
 
-def dense_top(snapshot: Snapshot, qv: np.ndarray, n: int,
-              mask: np.ndarray | None = None) -> tuple[list[int], np.ndarray]:
-    """The dense side: an exact scan of the snapshot's vectors. Returns the best `n` rows (closest first,
-    equal distances in snapshot order) among those `mask` keeps (> 0), and the cosine distance of every
-    row (1 - dot: the vectors are unit), which BM25-only candidates take theirs from."""
-    vectors = snapshot.vectors
+def dense_top(snapshot: Snapshot, qv: np.ndarray, n: int, mask: np.ndarray | None = None,
+              vectors: np.ndarray | None = None) -> tuple[list[int], np.ndarray]:
+    """The dense side: an exact scan of the snapshot's vectors (`vectors`: another side's rows, the
+    multilingual one's). Returns the best `n` rows (closest first, equal distances in snapshot order) among
+    those `mask` keeps (> 0), and the cosine distance of every row (1 - dot: the vectors are unit), which
+    the other sides' candidates take theirs from."""
+    vectors = snapshot.vectors if vectors is None else vectors
     if not snapshot.chunks or vectors is None or n <= 0:
         return [], np.zeros(len(snapshot.chunks), dtype=np.float32)
     dist = 1.0 - vectors @ np.asarray(qv, dtype=vectors.dtype)
@@ -228,9 +241,7 @@ def feedback(snapshot: Snapshot, query: str, qv: np.ndarray, rows: Sequence[int]
     tokens, the added tokens). A short question about a subject a folder covers in many passages then
     reaches the passages that use the folder's words for it rather than the question's."""
     lex = snapshot.lexical
-    mean = snapshot.vectors[list(rows)].mean(axis=0)
-    qv2 = np.asarray(qv, dtype=np.float64) + FEEDBACK_DENSE * mean
-    qv2 = (qv2 / (np.linalg.norm(qv2) or 1.0)).astype(snapshot.vectors.dtype)
+    qv2 = _toward(qv, snapshot.vectors[list(rows)])
     lent: dict[str, float] = {}
     lenders = [i for i in rows if not language or snapshot.chunks[i].meta.get("lang", "") in ("", language)]
     for i in lenders:
@@ -250,6 +261,19 @@ def feedback(snapshot: Snapshot, query: str, qv: np.ndarray, rows: Sequence[int]
     return qv2, bag, _as_written([t for t in added if t not in own], [snapshot.chunks[i] for i in lenders])
 
 
+def _toward(qv: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The question's vector moved toward the mean of `rows` (Rocchio, as `feedback` does), unit again."""
+    moved = np.asarray(qv, dtype=np.float64) + FEEDBACK_DENSE * rows.mean(axis=0)
+    return (moved / (np.linalg.norm(moved) or 1.0)).astype(rows.dtype)
+
+
+def _across(snapshot: Snapshot, ids: Sequence[str], language: str) -> set[str]:
+    """Of `ids`, the passages written in another language than the question's (both identified)."""
+    if not language:
+        return set()
+    return {cid for cid in ids if snapshot.chunks[snapshot.pos[cid]].meta.get("lang", "") not in ("", language)}
+
+
 def _as_written(tokens: Sequence[str], chunks: Sequence[StoredChunk]) -> tuple[str, ...]:
     """Each analysed token as the passages first write it ("nutrit" -> "nutrition"), for the table's note."""
     wanted, seen = set(tokens), {}
@@ -267,10 +291,13 @@ def _as_written(tokens: Sequence[str], chunks: Sequence[StoredChunk]) -> tuple[s
 def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, settings: Settings,
                   doc_ids: Sequence[str] | None = None, query: str | None = None,
                   weights: dict[str, float] | None = None,
-                  vector: np.ndarray | None = None) -> SearchResult:
+                  vector: np.ndarray | None = None, side: MultilingualEmbedder | None = None,
+                  side_vector: np.ndarray | None = None) -> SearchResult:
     """Search one snapshot: the caller passes the reference it took once, so a publish in the middle of
     this search cannot mix two states. `vector`: the query's embedding when the caller has it already
-    (calibration). The store is not read at query time (see the module docstring).
+    (calibration); `side`, `side_vector`: the multilingual side's model and the query's vector from it (the
+    side is searched when the snapshot holds its vectors and either is given). The store is not read at
+    query time (see the module docstring).
 
     Retrieval first (both sides, fusion, feedback); then each candidate is weighed against the question
     (`rag.evidence`: the question analysed once, each passage's support, names, codes and subject), which
@@ -305,12 +332,22 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     distances = dict(dense)
     lap("dense")
 
-    for cid in bm25_ids:  # BM25-only candidates: the same scan's distance, from the same snapshot
+    sq, side_list, side_dist = None, [], None
+    if snapshot.side_vectors is not None and (side is not None or side_vector is not None):
+        sq = side.embed_batch([query])[0] if side_vector is None else side_vector
+        side_rows, side_dist = dense_top(snapshot, sq, n, mask, snapshot.side_vectors)
+        side_list = [(snapshot.chunks[i].id, float(side_dist[i])) for i in side_rows]
+    lap("multilingual")
+
+    for cid in bm25_ids + [cid for cid, _ in side_list]:  # the other sides' candidates: the same scan's distance
         if cid not in distances:
             distances[cid] = float(dist[snapshot.pos[cid]])
+    across = _across(snapshot, distances, language) if side_list else set()
     ranked = fused_order(dense, [(cid, bm25_scores[cid]) for cid in bm25_ids], distances, n=n,
-                         method=settings.fusion, weights=weights, k=settings.rrf_k)
+                         method=settings.fusion, weights=weights, k=settings.rrf_k, multilingual=side_list,
+                         across=across)
     dense_rank = {cid: r for r, (cid, _) in enumerate(dense, start=1)}
+    side_rank = {cid: r for r, (cid, _) in enumerate(side_list, start=1)}
     bm25_rank = {cid: r for r, cid in enumerate(bm25_ids, start=1)}
     fused = dict(ranked)
     order = [cid for cid, _ in ranked]
@@ -327,10 +364,16 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
         rows2, dist2 = dense_top(snapshot, qv2, n, mask)
         dense_2 = [(snapshot.chunks[i].id, float(dist2[i])) for i in rows2]
         bm25_2 = [(snapshot.chunks[i].id, s) for i, s in bm25_2]
-        for cid, _ in dense_2 + bm25_2:
+        side_2 = []
+        if sq is not None:  # the multilingual side moves toward the same passages
+            sq2 = _toward(sq, snapshot.side_vectors[top_rows])
+            side_rows2, side_dist2 = dense_top(snapshot, sq2, n, mask, snapshot.side_vectors)
+            side_2 = [(snapshot.chunks[i].id, float(side_dist2[i])) for i in side_rows2]
+        for cid, _ in dense_2 + bm25_2 + side_2:
             distances.setdefault(cid, float(dist[snapshot.pos[cid]]))
+        across |= _across(snapshot, distances, language) if side_2 else set()
         again = fused_order(dense_2, bm25_2, distances, n=n, method=settings.fusion, weights=weights,
-                            k=settings.rrf_k)
+                            k=settings.rrf_k, multilingual=side_2, across=across)
         first = set(order[:kept])
         rest = [(cid, f) for cid, f in again if cid not in first][:n - kept]
         order = order[:kept] + [cid for cid, _ in rest]
@@ -338,9 +381,11 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
         dense_rank2 = {cid: r for r, (cid, _) in enumerate(dense_2, start=1)}
         bm25_rank2 = {cid: r for r, (cid, _) in enumerate(bm25_2, start=1)}
         bm25_score2 = dict(bm25_2)
+        side_rank2 = {cid: r for r, (cid, _) in enumerate(side_2, start=1)}
         for cid, _ in rest:
             dense_rank[cid], bm25_rank[cid] = dense_rank2.get(cid), bm25_rank2.get(cid)
             bm25_scores[cid] = bm25_score2.get(cid)
+            side_rank[cid] = side_rank2.get(cid)
     lap("feedback")
     asked = analyze_question(question, query, snapshot, language)
     positions = [snapshot.pos[cid] for cid in order]
@@ -360,7 +405,9 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             support=w.support, missing=w.missing, unknown_names=asked.unknown_names,
             absent_names=asked.absent_names, lacks_names=w.lacks_names, codes=w.codes, lang=m.get("lang", ""),
             subject_support=w.subject_support, wordless=w.wordless, subject_in_document=w.subject_in_document,
-            version=snapshot.versions.get(sc.doc_id, ""),
+            version=snapshot.versions.get(sc.doc_id, ""), side_rank=side_rank.get(cid),
+            side_distance=None if side_dist is None else float(side_dist[snapshot.pos[cid]]),
+            side_norm=fused[cid].multilingual, across=cid in across,
         ))
     lap("support")
     return SearchResult(question=question, query=query, candidates=candidates, weights=weights,

@@ -32,6 +32,7 @@ class StoredChunk:
     text: str  # embedded text; content is text[header_len:]
     meta: dict[str, Any]
     vector: np.ndarray | None = None
+    side: np.ndarray | None = None  # the multilingual side's vector (rag.multilingual), when it is on
 
     @property
     def content(self) -> str:
@@ -59,14 +60,17 @@ def _chroma_settings():
 
 
 class ChunkStore:
-    def __init__(self, settings: Settings, model: str, dimension: int):
+    def __init__(self, settings: Settings, model: str, dimension: int, client: Any = None):
+        """`client`: another store's Chroma client, to share (a second model's collection beside the first)."""
         import chromadb
 
         self.settings = settings
         self.model, self.dimension = model, dimension
         self.remote = bool(settings.chroma_host)
         try:
-            if self.remote:
+            if client is not None:
+                self.client = client
+            elif self.remote:
                 self.client = chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port,
                                                   settings=_chroma_settings())
             else:
@@ -109,6 +113,23 @@ class ChunkStore:
             self._call(self.collection.upsert, ids=[c.id for c in part], embeddings=vectors[i:i + MAX_BATCH],
                        documents=[c.text for c in part], metadatas=metas)
 
+    def add_vectors(self, ids: Sequence[str], doc_ids: Sequence[str], vectors: np.ndarray) -> None:
+        """Write vectors only, each with its document's id (a second model's side: the chunk's text and
+        metadata live once, in the first model's collection)."""
+        for i in range(0, len(ids), MAX_BATCH):
+            self._call(self.collection.upsert, ids=list(ids[i:i + MAX_BATCH]), embeddings=vectors[i:i + MAX_BATCH],
+                       metadatas=[{"doc_id": d} for d in doc_ids[i:i + MAX_BATCH]])
+
+    def all_vectors(self, page: int = 5000) -> dict[str, np.ndarray]:
+        """Every vector in the collection, by chunk id."""
+        out, offset = {}, 0
+        while True:
+            got = self._call(self.collection.get, include=["embeddings"], limit=page, offset=offset)
+            out.update((cid, np.asarray(v, dtype=np.float32)) for cid, v in zip(got["ids"], got["embeddings"]))
+            if len(got["ids"]) < page:
+                return out
+            offset += page
+
     def delete_docs(self, doc_ids: Sequence[str]) -> None:
         if doc_ids:
             self._call(self.collection.delete, where={"doc_id": {"$in": list(doc_ids)}} if len(doc_ids) > 1
@@ -117,12 +138,13 @@ class ChunkStore:
     def delete_doc(self, doc_id: str) -> None:
         self._call(self.collection.delete, where={"doc_id": doc_id})
 
-    def drop_other_collections(self) -> list[str]:
-        """Delete collections of other models once nothing needs them: their vectors cannot be compared."""
+    def drop_other_collections(self, keep: Sequence[str] = ()) -> list[str]:
+        """Delete collections of other models once nothing needs them: their vectors cannot be compared.
+        `keep`: other collections still in use (the multilingual side's)."""
         dropped = []
         for c in self._call(self.client.list_collections):
             name = getattr(c, "name", c)
-            if name.startswith(self.settings.collection_prefix + "-") and name != self.name:
+            if name.startswith(self.settings.collection_prefix + "-") and name != self.name and name not in keep:
                 self._call(self.client.delete_collection, name)
                 dropped.append(name)
         return dropped

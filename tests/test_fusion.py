@@ -103,15 +103,49 @@ def test_unknown_fusion_is_refused():
 
 
 @pytest.mark.parametrize("lang,model,folder,expected", [
-    ("en", ("en",), ("en", "pt"), {"dense": 0.6, "bm25": 0.4}),
-    ("pt", ("en",), ("en", "pt"), {"dense": 0.1, "bm25": 0.4}),  # the model does not read it; BM25 can
-    ("pt", ("en", "pt"), ("pt",), {"dense": 0.6, "bm25": 0.4}),  # a model that reads Portuguese
-    ("pt", ("en",), ("en",), {"dense": 0.6, "bm25": 0.4}),  # cross-language: BM25 has no Portuguese to match
-    ("en", ("en",), ("pt",), {"dense": 0.6, "bm25": 0.4}),  # an English question about Portuguese notes
+    ("en", ("en",), ("en", "pt"), {"dense": 0.6, "bm25": 0.4, "multilingual": 0.0}),
+    # the model does not read it; BM25 can, and the multilingual side helps
+    ("pt", ("en",), ("en", "pt"), {"dense": 0.1, "bm25": 0.4, "multilingual": 0.2}),
+    ("pt", ("en", "pt"), ("pt",), {"dense": 0.6, "bm25": 0.4, "multilingual": 0.0}),  # a model that reads Portuguese
+    # cross-language: BM25 has no Portuguese to match (the multilingual side alone ranks the English passages)
+    ("pt", ("en",), ("en",), {"dense": 0.6, "bm25": 0.4, "multilingual": 0.2}),
+    ("en", ("en",), ("pt",), {"dense": 0.6, "bm25": 0.4, "multilingual": 0.0}),  # an English question about Portuguese notes
 ])
 def test_question_weights_follow_the_models_and_the_folders_languages(lang, model, folder, expected):
-    s = Settings(dense_weight=0.6, bm25_weight=0.4, dense_weight_unread=0.1)
+    s = Settings(dense_weight=0.6, bm25_weight=0.4, dense_weight_unread=0.1, multilingual_weight=0.2,
+                 multilingual_weight_read=0.0)
     assert question_weights(s, lang, model, folder) == expected
+
+
+MULTI = [("e", 0.8), ("a", 0.7), ("f", 0.1)]  # the multilingual side: (id, cosine similarity), best first
+
+
+@pytest.mark.parametrize("method", FUSIONS)
+def test_without_the_multilingual_side_the_fusion_is_the_two_sides(method):
+    weights = {"dense": 0.6, "bm25": 0.4, "multilingual": 0.5}
+    two = fuse(DENSE, BM25, method=method, weights=weights)
+    assert fuse(DENSE, BM25, method=method, weights=weights, multilingual=[], across={"a"}) == two
+    # At weight 0 the third side adds candidates at the bottom and moves nobody else.
+    three = fuse(DENSE, BM25, method=method, weights={**weights, "multilingual": 0.0}, multilingual=MULTI)
+    assert [c for c in three if c in two] == list(two)
+
+
+@pytest.mark.parametrize("method", ["minmax", "zscore"])
+def test_a_passage_in_another_language_is_ranked_by_the_multilingual_side_alone(method):
+    weights = {"dense": 0.6, "bm25": 0.4, "multilingual": 0.2}
+    fused = fuse(DENSE, BM25, method=method, weights=weights, multilingual=MULTI, across={"e", "f"})
+    multi = normalise([s for _, s in MULTI], method)
+    assert fused["e"].score == pytest.approx(multi[0]) and fused["f"].score == pytest.approx(multi[2])
+    a = fused["a"]  # in the question's language: the three sides, weighted
+    assert a.score == pytest.approx((0.6 * a.dense + 0.4 * a.bm25 + 0.2 * a.multilingual) / 1.2)
+    assert a.multilingual == pytest.approx(multi[1])
+    assert fused["d"].multilingual == pytest.approx(min(multi))  # the multilingual side missed it: its lowest
+
+
+def test_rank_fusion_ranks_a_passage_in_another_language_by_the_multilingual_rank_alone():
+    fused = fuse(DENSE, BM25, method="rrf", weights=EQUAL, multilingual=MULTI, across={"e"}, k=60)
+    assert fused["e"].score == pytest.approx(1 / 61)
+    assert fused["a"].score == pytest.approx(1 / 61 + 1 / 63 + 1 / 62)
 
 
 PT_NOTE = """# Notas da loja
@@ -148,20 +182,29 @@ def test_the_engine_weighs_each_question_by_its_language_and_explains_every_cand
     assert engine.embedder.languages == ("en",)  # MiniLM reads English only
     pt = engine.search("Quantos dias tenho para devoluções?")
     en = engine.search("How many days do I have to return something?")
-    assert pt.language == "pt" and pt.weights == {"dense": s.dense_weight_unread, "bm25": s.bm25_weight}
-    assert en.language == "en" and en.weights == {"dense": s.dense_weight, "bm25": s.bm25_weight}
+    assert pt.language == "pt" and pt.weights == {"dense": s.dense_weight_unread, "bm25": s.bm25_weight,
+                                                  "multilingual": s.multilingual_weight}
+    assert en.language == "en" and en.weights == {"dense": s.dense_weight, "bm25": s.bm25_weight,
+                                                  "multilingual": s.multilingual_weight_read}
     assert pt.fusion == en.fusion == s.fusion == "zscore"
     # The Portuguese question leans on BM25: its best BM25 hit, the returns section, comes first.
     assert pt.candidates[0].bm25_rank == 1 and "devoluções" in pt.candidates[0].content
     assert "Returns are accepted" in en.candidates[0].content
     for result in (pt, en):
-        wd, wb = result.weights["dense"], result.weights["bm25"]
+        wd, wb, wm = result.weights["dense"], result.weights["bm25"], result.weights["multilingual"]
         assert [c.fused_rank for c in result.candidates] == list(range(1, len(result.candidates) + 1))
+        # The other language's passages are ranked by the multilingual side alone (neither other side reads
+        # across languages); the question's own language's by the three, weighted.
+        assert {c.across for c in result.candidates} == {True, False}
         for c in result.candidates:
-            # Both ranks and both normalised scores are shown; the fused score is their weighted mean.
-            assert c.dense_norm is not None and c.bm25_norm is not None
-            assert c.fused_score == pytest.approx((wd * c.dense_norm + wb * c.bm25_norm) / (wd + wb))
-            assert c.dense_rank is not None or c.bm25_rank is not None
+            # Every rank and normalised score is shown; the fused score is their weighted mean.
+            assert c.dense_norm is not None and c.bm25_norm is not None and c.side_norm is not None
+            assert c.across == (c.lang != result.language)
+            expected = c.side_norm if c.across else \
+                (wd * c.dense_norm + wb * c.bm25_norm + wm * c.side_norm) / (wd + wb + wm)
+            assert c.fused_score == pytest.approx(expected)
+            assert c.dense_rank is not None or c.bm25_rank is not None or c.side_rank is not None
+            assert 0.0 <= c.side_distance <= 2.0
         scores = [c.fused_score for c in result.candidates]
         assert scores == sorted(scores, reverse=True)
     # A candidate BM25 did not return gets BM25's floor: at most the value of BM25's last hit.

@@ -1,0 +1,115 @@
+"""The multilingual side (rag.multilingual), end to end on real parts: the real MiniLM and multilingual USE
+models, real Chroma stores on disk, notes written here. A question in English finds and cites a Portuguese
+note and the reverse; an unrelated question across languages is refused and says why; the side's vectors
+live and die with their chunks, are made for an index built without them, and the setting turns it off.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag.gate import ACROSS, ACROSS_OVER, DISTANCE, KEPT
+from rag.multilingual import load_multilingual
+
+from tests.test_refusals import indexed_folder
+
+NOTES = {
+    "contrato.md": (
+        "# Contrato de aluguel\n\n## Aluguel\n\nO aluguel mensal do apartamento é de 2.300 reais, pago até o dia 5 de "
+        "cada mês por transferência bancária.\n\n## Animais\n\nAnimais de estimação pequenos são permitidos; cães "
+        "precisam de autorização escrita do proprietário.\n"),
+    "library.md": (
+        "# Library\n\n## Opening hours\n\nThe library opens at nine in the morning and closes at six in the evening, "
+        "Monday to Saturday.\n\n## Borrowing\n\nMembers may borrow up to eight books for three weeks; a renewal "
+        "can be asked for at the desk or by email.\n"),
+}
+
+
+@pytest.fixture
+def mixed(make_engine, tmp_path):
+    return indexed_folder(make_engine, tmp_path, "mixed", NOTES)
+
+
+@pytest.mark.parametrize("question,doc,needle", [
+    ("How much is the monthly rent of the apartment?", "contrato.md", "2.300 reais"),
+    ("A que horas abre a biblioteca?", "library.md", "nine in the morning"),
+])
+def test_a_question_in_one_language_is_answered_from_a_note_in_the_other(mixed, question, doc, needle):
+    turn = mixed.ask(question)
+    kept = turn.gated.kept
+    assert kept, turn.gated.refusal
+    assert kept[0].doc_name == doc and needle in kept[0].content
+    # It was found by the multilingual side and judged by its multilingual distance, under the calibrated cut.
+    assert kept[0].across and kept[0].side_rank == 1
+    assert kept[0].side_distance <= turn.gated.rule.across_cut
+    assert not turn.answer.refused and needle in turn.answer.text and "[1]" in turn.answer.text
+    assert turn.gated.citations[0].doc_name == doc
+
+
+def test_an_unrelated_question_in_another_language_is_refused_by_the_multilingual_cut(make_engine, tmp_path):
+    engine = indexed_folder(make_engine, tmp_path, "pt", {"contrato.md": NOTES["contrato.md"]})
+    turn = engine.ask("How long should I boil an egg for a soft yolk?")
+    assert turn.answer.refused
+    g = turn.gated
+    assert set(g.verdicts) == {ACROSS_OVER} and g.failed == DISTANCE and g.because == ACROSS
+    assert g.across_best > g.rule.across_cut
+    assert "Portuguese" in g.refusal and "multilingual distance" in g.refusal
+    # Every candidate is shown with its multilingual rank and distance.
+    assert all(c.side_distance is not None and c.across for c in g.candidates)
+
+
+def test_the_calibration_chooses_the_cut_on_the_unrelated_questions_and_says_so(mixed):
+    cal = mixed.calibrated()
+    ceiling = mixed.settings.across_ceiling
+    for lang in ("en", "pt"):
+        c = cal.languages[lang]
+        assert c.across_cut is not None and 0 < c.across_cut <= ceiling
+        # At most the budget of each kind of unrelated question reaches an answer through another language.
+        assert c.across_passing <= int(c.budget * c.questions) + 1
+        assert "another language" in c.describe()
+    assert "multilingual distance" in mixed.threshold_choice("How much is the rent?").note
+
+
+def test_the_sides_vectors_follow_their_chunks(mixed):
+    side_store = mixed.indexer.side_store
+    ids = {c.id for c in mixed.snapshot.chunks}
+    assert set(side_store.all_vectors()) == ids
+    model = load_multilingual()
+    rent = next(c for c in mixed.snapshot.chunks if "2.300 reais" in c.text)
+    assert np.allclose(rent.side, model.embed_batch([rent.text])[0], atol=1e-4)
+    doc = mixed.document("contrato.md")
+    mixed.remove(doc.doc_id)
+    assert set(side_store.all_vectors()) == {c.id for c in mixed.snapshot.chunks} and len(ids) > len(mixed.snapshot.chunks)
+
+
+def test_an_index_built_without_the_side_gets_its_vectors_when_it_is_turned_on(make_engine, tmp_path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for name, text in NOTES.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    off = make_engine(folder, index_dir=tmp_path / "idx", multilingual=False)
+    off.sync()
+    assert off.indexer.side_store is None and off.snapshot.side_vectors is None
+    turn = off.ask("How much is the monthly rent of the apartment?")
+    assert all(c.side_distance is None and not c.across for c in turn.result.candidates)
+    assert "multilingual" not in turn.result.weights or turn.result.candidates[0].side_rank is None
+    off.close()
+    on = make_engine(folder, index_dir=tmp_path / "idx")
+    assert on.snapshot.side_vectors is not None and len(on.snapshot.side_vectors) == len(on.snapshot.chunks)
+    assert set(on.indexer.side_store.all_vectors()) == {c.id for c in on.snapshot.chunks}
+    assert [c.doc_name for c in on.ask("How much is the monthly rent of the apartment?").gated.kept][:1] == ["contrato.md"]
+
+
+def test_the_cli_and_the_table_show_the_multilingual_columns(mixed, capsys):
+    from chat_view import retrieval_table
+    from rag.cli import print_turn
+
+    turn = mixed.ask("How much is the monthly rent of the apartment?")
+    table = retrieval_table(turn.gated, turn.result)
+    assert {"multilingual", "multi distance"} <= set(table.columns)
+    assert table.rows[0]["multilingual"] == "1" and table.rows[0]["verdict"] == KEPT
+    assert "another language" in table.config["multi distance"].label
+    print_turn(turn)
+    out = capsys.readouterr().out
+    assert "multi" in out and "mdist" in out and "multilingual distance" in out
