@@ -6,6 +6,7 @@ Chroma holds (Chroma is the store of truth, not read at query time).
     .venv/bin/python bench/bench_engine.py            # 1k and 10k chunks
     .venv/bin/python bench/bench_engine.py --sizes 1000 --queries 100
     .venv/bin/python bench/bench_engine.py --sizes 100000 --no-baseline   # about 40 minutes here
+    .venv/bin/python bench/bench_engine.py --sizes 1000 10000 --multilingual both   # the side off, then on
 
 Synthetic Markdown documents (10 sections, one ~480-character paragraph each, so one chunk per
 paragraph) are written to bench/out/, indexed by a real Engine (MiniLM, Chroma on disk, bm25s), and
@@ -70,11 +71,11 @@ def rss_mb() -> float:
     return float("nan")
 
 
-def run(size: int, queries: int, baseline: bool = True) -> dict:
+def run(size: int, queries: int, baseline: bool = True, multilingual: bool = True) -> dict:
     root = OUT / f"engine-{size}"
     shutil.rmtree(root, ignore_errors=True)
     write_corpus(root / "docs", size)
-    settings = load_settings(env={}, folder=root / "docs", index_dir=root / "index")
+    settings = load_settings(env={}, folder=root / "docs", index_dir=root / "index", multilingual=multilingual)
     engine = Engine(settings)
     t = time.perf_counter()
     report = engine.sync()
@@ -96,16 +97,17 @@ def run(size: int, queries: int, baseline: bool = True) -> dict:
     qs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8))) + "?" for _ in range(queries)]
     for q in qs[:5]:
         engine.search(q)  # warm-up
-    stages: dict[str, list[float]] = {"embed": [], "bm25": [], "dense": [], "fusion": [], "feedback": [],
-                                      "support": [], "gate": []}
+    # The multilingual side (when on): its query embedding is an embedding, its scan is beyond it.
+    stages: dict[str, list[float]] = {"embed": [], "multilingual embed": [], "bm25": [], "dense": [],
+                                      "multilingual": [], "fusion": [], "feedback": [], "support": [], "gate": []}
     for q in qs:
         r = engine.search(q)
         t = time.perf_counter()
         gate(r, 0.675, 4)
         stages["gate"].append((time.perf_counter() - t) * 1000)
-        for k in ("embed", "bm25", "dense", "fusion", "feedback", "support"):
-            stages[k].append(r.timings_ms[k])
-    beyond = [sum(parts) for parts in zip(*(stages[k] for k in stages if k != "embed"))]
+        for k in ("embed", "multilingual embed", "bm25", "dense", "multilingual", "fusion", "feedback", "support"):
+            stages[k].append(r.timings_ms.get(k, 0.0))
+    beyond = [sum(parts) for parts in zip(*(stages[k] for k in stages if k not in ("embed", "multilingual embed")))]
     # Questions that write names (capitalised mid-sentence): one the folder uses, which each passage lacking it
     # looks up in the index's vocabulary (its one-letter-off forms), and one it never mentions ("Falcon").
     named = [f"What does the {rng.choice(WORDS).capitalize()} say about " +
@@ -126,6 +128,7 @@ def run(size: int, queries: int, baseline: bool = True) -> dict:
         hits += len(exact & approx)
     recall = hits / (20 * len(qv))
     return {
+        "multilingual": multilingual,
         "rss_mb": rss_mb(),
         "chunks": n, "index_s": index_s, "index_ms_per_chunk": index_s / n * 1000,
         "encode_ms_per_chunk": encode_s / n * 1000, "index_over_encode": index_s / encode_s,
@@ -143,24 +146,28 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--no-baseline", action="store_true", help="skip the bare-model encode (for 100k chunks)")
+    ap.add_argument("--multilingual", choices=("on", "off", "both"), default="on",
+                    help="the multilingual side (both: off, then on, each size in the same run)")
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
     import torch
 
     machine = f"{platform.machine()}, {torch.get_num_threads()} torch threads, Python {platform.python_version()}"
-    rows = [run(s, args.queries, not args.no_baseline) for s in args.sizes]
+    sides = {"on": [True], "off": [False], "both": [False, True]}[args.multilingual]
+    rows = [run(s, args.queries, not args.no_baseline, m) for s in args.sizes for m in sides]
     (OUT / f"bench_engine-{'-'.join(map(str, args.sizes))}.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=2))
     print(f"machine: {machine}; rag {rag.__name__}; {args.queries} queries per size\n")
-    print("| chunks | index ms/chunk | bare encode ms/chunk | index / encode | re-sync (embedded) | "
-          "embed ms med/p95 | BM25 | dense (exact scan) | fusion | feedback | support | support, questions naming things | gate | "
+    print("| chunks | multilingual side | index ms/chunk | bare encode ms/chunk | index / encode | re-sync (embedded) | "
+          "embed ms med/p95 | multilingual embed | BM25 | dense (exact scan) | multilingual scan | fusion | feedback | support | support, questions naming things | gate | "
           "beyond embed med/p95 | "
           "Chroma HNSW recall@20 (not used by search) | RSS MB |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         st = lambda k: f"{r[k + '_median_ms']:.2f}/{r[k + '_p95_ms']:.2f}"  # noqa: E731
-        print(f"| {r['chunks']:,} | {r['index_ms_per_chunk']:.1f} | {r['encode_ms_per_chunk']:.1f} | "
+        print(f"| {r['chunks']:,} | {'on' if r['multilingual'] else 'off'} | {r['index_ms_per_chunk']:.1f} | "
+              f"{r['encode_ms_per_chunk']:.1f} | "
               f"{r['index_over_encode']:.2f} | {r['resync_s']:.1f} s ({r['resync_embedded']}) | {st('embed')} | "
-              f"{st('bm25')} | {st('dense')} | {st('fusion')} | {st('feedback')} | {st('support')} | {st('support_named')} | {st('gate')} | "
+              f"{st('multilingual embed')} | {st('bm25')} | {st('dense')} | {st('multilingual')} | {st('fusion')} | {st('feedback')} | {st('support')} | {st('support_named')} | {st('gate')} | "
               f"{r['beyond_embed_median_ms']:.2f}/{r['beyond_embed_p95_ms']:.2f} | {r['chroma_hnsw_recall_at_20']:.3f} | "
               f"{r['rss_mb']:.0f} |")
 

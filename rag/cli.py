@@ -220,7 +220,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"{'pending':8} {path}  added, changed or removed since the last `rag index`")
     s = engine.stats()
     print(f"{s.documents} documents ({s.indexed} indexed, {s.failed} failed, {s.stale} stale), {s.chunks} chunks, "
-          f"model {s.model}" + (f"; {_files(len(pending))} pending" if pending else ""))
+          f"model {s.model}" + (f", multilingual side {engine.side.name}" if engine.side else ", multilingual side off")
+          + (f"; {_files(len(pending))} pending" if pending else ""))
     print(engine.language_line(s))
     calibration = engine.calibrated()
     for lang in (calibration.languages if calibration else ()):

@@ -335,6 +335,7 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     sq, side_list, side_dist = None, [], None
     if snapshot.side_vectors is not None and (side is not None or side_vector is not None):
         sq = side.embed_batch([query])[0] if side_vector is None else side_vector
+        lap("multilingual embed")
         side_rows, side_dist = dense_top(snapshot, sq, n, mask, snapshot.side_vectors)
         side_list = [(snapshot.chunks[i].id, float(side_dist[i])) for i in side_rows]
     lap("multilingual")

@@ -179,3 +179,30 @@ def test_calibrate_with_a_hand_made_search_keeps_each_language_within_its_budget
         assert c.threshold == 0.409
         assert c.passing <= 0.05 * c.questions and not c.excluded_topics
     assert len(cal.points) == sum(len(unrelated_questions(lang)) for lang in LANGUAGES)
+
+
+def test_calibrate_chooses_the_multilingual_cut_on_the_passages_in_another_language():
+    # Each unrelated question meets one passage in its own language (far, holding its words) and one in
+    # another, at a multilingual distance spread over 0.40..0.79; the English questions meet none in another.
+    side = {q: 0.40 + (i % 40) / 100 for lang in LANGUAGES for i, (_, q) in enumerate(unrelated_questions(lang))}
+    english = {q for _, q in unrelated_questions("en")}
+
+    def search(question, vector):
+        own = candidate(0.85)
+        if question in english:
+            return result(own)
+        other = Candidate("o", "e", "b.md", "B", "", "text", 0, 4, None, None, "md", 2, 0.0, 0.95, None, None, None,
+                          support=0.0, across=True, side_distance=side[question], lang="en")
+        return result(own, other)
+
+    vectors = {lang: np.zeros((len(unrelated_questions(lang)), 1), dtype=np.float32) for lang in LANGUAGES}
+    kw = dict(fingerprint="f", min_support=0.5, close_support=0.2, budget=0.05, floor=0.3, ceiling=0.9)
+    cal = calibrate(search, vectors, across_ceiling=0.7, **kw)
+    assert cal.languages["en"].across_cut is None  # no English question met a passage in another language
+    pt = cal.languages["pt"]
+    assert pt.across_cut == 0.409 and pt.across_passing <= 0.05 * pt.questions
+    assert "multilingual distance, at most 0.409" in pt.describe()
+    # A language without a cut of its own (English here, Spanish, an unclear one) gets the strictest there is.
+    assert cal.rule("en", 0.5, 0.2).across_cut == cal.rule("es", 0.5, 0.2).across_cut == 0.409
+    # The ceiling holds it when the unrelated questions would allow more.
+    assert calibrate(search, vectors, across_ceiling=0.405, **kw).languages["pt"].across_cut == 0.405

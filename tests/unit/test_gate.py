@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 
-from rag.gate import (ABSENT, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, SUPPORT,
+import pytest
+
+from rag.gate import (ACROSS, ACROSS_OVER, ABSENT, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, SUPPORT,
                       UNNAMED, UNSUPPORTED, WORDLESS, WORDS, SupportRule, gate)
 from tests.unit.made import result, row
 
@@ -98,3 +100,42 @@ def test_a_close_paraphrase_answer_names_the_words_no_kept_passage_holds():
     held = gate(result(row(1, 0.5, support=0.8, missing=("juniors",)), terms=("course", "juniors")), 0.8, 4, RULE)
     assert held.paraphrase_note is None and held.unsaid == ("juniors",)
     assert held.unsaid_note == 'The quoted passages never mention "juniors": check that they answer what you asked.'
+
+
+# --- a passage in another language than the question's (the multilingual side) ---------------------------
+
+ACROSS_RULE = SupportRule(min_support=0.5, close=0.3, close_support=0.2, across_cut=0.55)
+
+
+def across(n: int, side: float, distance: float = 0.95, **fields):
+    """A passage in another language: far by MiniLM, holding none of the question's words."""
+    return row(n, distance, support=0.0, across=True, side_distance=side, lang="pt", **fields)
+
+
+def test_a_passage_in_another_language_is_judged_by_its_multilingual_distance_alone():
+    g = gate(result(across(1, 0.50), across(2, 0.60), row(3, 0.95, support=1.0)), 0.8, 4, ACROSS_RULE)
+    # The first is kept though it is far by MiniLM and holds no word; the second is over the cut; the third, in
+    # the question's language, is judged by the threshold as ever.
+    assert g.verdicts == [KEPT, ACROSS_OVER, OVER]
+    # The slider does not judge row 1: the passage a threshold would let through is row 3, in the question's language.
+    assert g.closest_supported.chunk_id == "c3"
+
+
+@pytest.mark.parametrize("fields", [{"lacks_names": ("heron",)}, {"absent_names": ("falcon",)},
+                                    {"wordless": True}])
+def test_across_languages_the_name_tests_still_hold(fields):
+    g = gate(result(across(1, 0.40, **fields)), 0.8, 4, ACROSS_RULE)
+    assert g.verdicts == [ACROSS_OVER] and g.failed
+
+
+def test_without_a_multilingual_cut_a_passage_in_another_language_is_judged_as_any_other():
+    g = gate(result(across(1, 0.40)), 0.8, 4, RULE)
+    assert g.verdicts == [OVER] and g.because == ""
+
+
+def test_when_every_candidate_is_in_another_language_the_refusal_says_so():
+    g = gate(result(across(1, 0.62), across(2, 0.70), language="en", folder_languages=("pt",)), 0.8, 4, ACROSS_RULE)
+    assert (g.failed, g.because, g.across_best) == (DISTANCE, ACROSS, 0.62)
+    assert g.refusal == ('NO ANSWER: the folder\'s passages are in Portuguese, and none is close enough in meaning '
+                         'to "q" (best multilingual distance 0.620; English questions need 0.550 or less)')
+    assert g.reason == "no passage is close enough in meaning (they are in another language)"
