@@ -38,11 +38,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 from judge_eval import SQUAD, article_of_ids  # noqa: E402
 
 
-def searched(qlang: str, flang: str, out: Path, multilingual: bool) -> tuple[rag.Engine, list[dict], list, dict]:
+def searched(qlang: str, flang: str, out: Path, multilingual: bool,
+             overrides: dict | None = None) -> tuple[rag.Engine, list[dict], list, dict]:
     """The engine over `flang`'s folder, `qlang`'s questions with their needles in `flang`, each question's
     search, and each unrelated question's search (for calibrating again under other settings)."""
     settings = load_settings(config=out / "none.toml", env={}, folder=SQUAD / flang / "docs",
-                             index_dir=out / f"idx-across-{flang}-{int(multilingual)}", multilingual=multilingual)
+                             index_dir=out / f"idx-across-{flang}-{int(multilingual)}", multilingual=multilingual,
+                             **(overrides or {}))
     engine = rag.Engine(settings)
     engine.sync()
     needles = {q["id"]: q["needle"] for q in map(json.loads, (SQUAD / flang / "questions.jsonl").open(encoding="utf-8"))
@@ -101,14 +103,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ceilings", default="0.5,0.55,0.6,0.65,0.7,0.8")
     ap.add_argument("--off", action="store_true", help="also measure with the multilingual side off (before)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting for the searches")
     args = ap.parse_args(argv)
+    overrides = dict(kv.split("=", 1) for kv in args.set)
     args.out.mkdir(parents=True, exist_ok=True)
     ids = article_of_ids()
     ceilings = [float(x) for x in args.ceilings.split(",")]
     runs = {}
     for pair in args.pairs.split(","):
         qlang, flang = pair.split(">")
-        runs[pair] = searched(qlang, flang, args.out, True)
+        runs[pair] = searched(qlang, flang, args.out, True, overrides)
     by_ceiling = {c: {p: rows_for(*runs[p], c, ids) for p in runs} for c in ceilings}
     for c in ceilings:
         for p, (rows, calibration) in by_ceiling[c].items():
@@ -134,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.off:
         for pair in args.pairs.split(","):
             qlang, flang = pair.split(">")
-            rows, _ = rows_for(*searched(qlang, flang, args.out, False), 0.8, ids)
+            rows, _ = rows_for(*searched(qlang, flang, args.out, False, overrides), 0.8, ids)
             print(f"{pair}, multilingual side off (before)")
             for split in ("dev", "test", "all"):
                 print("  " + show(split, summary(rows, split)))

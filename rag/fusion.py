@@ -82,7 +82,8 @@ SIDES = ("dense", "bm25", "multilingual")
 
 def fuse(dense: Sequence[tuple[str, float]], bm25: Sequence[tuple[str, float]], *, method: str = "zscore",
          weights: Mapping[str, float] | None = None, k: int = 60,
-         multilingual: Sequence[tuple[str, float]] = (), across: Collection[str] = ()) -> dict[str, Fused]:
+         multilingual: Sequence[tuple[str, float]] = (), across: Collection[str] = (),
+         across_weight: float = 1.0) -> dict[str, Fused]:
     """Fuse the sides' candidates, each given best first as (id, score) with higher = better (dense and
     multilingual: cosine similarity; BM25: its score). Returns every candidate, best first; equal scores
     keep the order the candidates were first met in (dense's list, then BM25's, then the multilingual
@@ -94,8 +95,10 @@ def fuse(dense: Sequence[tuple[str, float]], bm25: Sequence[tuple[str, float]], 
       normalised over its own list. A side not searched (an empty list) takes no part.
 
     `across`: candidates in another language than the question's. When the multilingual side was searched,
-    it alone ranks them (MiniLM and BM25 do not read across languages: their scores for such a passage say
-    nothing of it).
+    it weighs `across_weight` for them instead of its weight in `weights` (MiniLM and BM25 hardly read across
+    languages: the multilingual side is what finds such a passage). Their other sides keep their weights,
+    so a passage in another language outranks one in the question's language only when the multilingual side
+    prefers it clearly (alone, one side's z-score would outrank the mean of three in a mixed folder).
 
     >>> f = fuse([("a", 0.9), ("b", 0.5)], [("b", 7.0), ("c", 3.0)], method="minmax", weights={"dense": 1, "bm25": 1})
     >>> [(cid, round(x.score, 3)) for cid, x in f.items()]
@@ -104,9 +107,9 @@ def fuse(dense: Sequence[tuple[str, float]], bm25: Sequence[tuple[str, float]], 
     >>> [(cid, round(x.score, 3), round(x.dense, 3), round(x.bm25, 3)) for cid, x in f.items()]
     [('a', 0.5, 1.0, -1.0), ('b', -0.5, -1.0, 1.0), ('c', -1.0, -1.0, -1.0)]
     >>> f = fuse([("a", 0.9), ("b", 0.5)], [("a", 7.0), ("b", 3.0)], multilingual=[("x", 0.7), ("a", 0.6)],
-    ...          weights={"dense": 1, "bm25": 1, "multilingual": 0}, across={"x"})
-    >>> [(cid, round(x.score, 3)) for cid, x in f.items()]  # "x", another language: its multilingual score
-    [('x', 1.0), ('a', 1.0), ('b', -1.0)]
+    ...          weights={"dense": 1, "bm25": 1, "multilingual": 0}, across={"x"}, across_weight=2)
+    >>> [(cid, round(x.score, 3)) for cid, x in f.items()]  # "x", in another language: (2 * 1 - 1 - 1) / 4
+    [('a', 1.0), ('x', 0.0), ('b', -1.0)]
     """
     w = {"dense": 1.0, "bm25": 1.0, "multilingual": 1.0, **(weights or {})}
     lists = {"dense": dense, "bm25": bm25, "multilingual": multilingual}
@@ -114,8 +117,9 @@ def fuse(dense: Sequence[tuple[str, float]], bm25: Sequence[tuple[str, float]], 
     if method == "rrf":
         fused = rrf({side: [c for c, _ in lists[side]] for side in searched}, k=k, weights=w)
         if multilingual and across:
-            alone = rrf({"multilingual": [c for c, _ in multilingual]}, k=k, weights={"multilingual": 1.0})
-            fused = {cid: alone.get(cid, 0.0) if cid in across else s for cid, s in fused.items()}
+            lists_of = {side: [c for c, _ in lists[side]] for side in searched}
+            moved = rrf(lists_of, k=k, weights={**w, "multilingual": across_weight})
+            fused = {cid: moved[cid] if cid in across else s for cid, s in fused.items()}
             fused = dict(sorted(fused.items(), key=lambda kv: -kv[1]))
         return {cid: Fused(s) for cid, s in fused.items()}
     if method not in FUSIONS:
@@ -123,11 +127,11 @@ def fuse(dense: Sequence[tuple[str, float]], bm25: Sequence[tuple[str, float]], 
     normed = {side: dict(zip((c for c, _ in lists[side]), normalise([s for _, s in lists[side]], method)))
               for side in searched}
     floors = {side: _floor(lists[side], normed[side]) for side in searched}
-    alone = {"multilingual": 1.0} if multilingual else None
+    moved = {**w, "multilingual": across_weight}
     out = {}
     for cid in dict.fromkeys(c for side in searched for c in normed[side]):
         values = {side: normed[side].get(cid, floors[side]) for side in searched}
-        mine = alone if alone and cid in across else w
+        mine = moved if multilingual and cid in across else w
         total = sum(mine.get(side, 0.0) for side in searched)
         score = sum(mine.get(side, 0.0) * values[side] for side in searched) / total if total > 0 else 0.0
         out[cid] = Fused(score, values["dense"], values["bm25"], values.get("multilingual"))
@@ -137,13 +141,13 @@ def fuse(dense: Sequence[tuple[str, float]], bm25: Sequence[tuple[str, float]], 
 def fused_order(dense: Sequence[tuple[str, float]], bm25: Sequence[tuple[str, float]], distances: Mapping[str, float],
                 *, n: int, method: str = "zscore", weights: Mapping[str, float] | None = None,
                 k: int = 60, multilingual: Sequence[tuple[str, float]] = (),
-                across: Collection[str] = ()) -> list[tuple[str, Fused]]:
+                across: Collection[str] = (), across_weight: float = 1.0) -> list[tuple[str, Fused]]:
     """The search's ranking step: `dense` (and `multilingual`) as (id, cosine distance) closest first, `bm25`
     as (id, score) best first, `distances` the MiniLM distance of every candidate of any side. The best `n`
     by `fuse`, equal fused scores closer chunk first. Evaluation calls this too, so a measured rule is the
     app's rule."""
     fused = fuse([(cid, 1.0 - d) for cid, d in dense], bm25, method=method, weights=weights, k=k,
-                 multilingual=[(cid, 1.0 - d) for cid, d in multilingual], across=across)
+                 multilingual=[(cid, 1.0 - d) for cid, d in multilingual], across=across, across_weight=across_weight)
     return sorted(fused.items(), key=lambda kv: (-kv[1].score, distances[kv[0]]))[:n]
 
 

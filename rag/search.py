@@ -346,7 +346,7 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     across = _across(snapshot, distances, language) if side_list else set()
     ranked = fused_order(dense, [(cid, bm25_scores[cid]) for cid in bm25_ids], distances, n=n,
                          method=settings.fusion, weights=weights, k=settings.rrf_k, multilingual=side_list,
-                         across=across)
+                         across=across, across_weight=settings.multilingual_weight_across)
     dense_rank = {cid: r for r, (cid, _) in enumerate(dense, start=1)}
     side_rank = {cid: r for r, (cid, _) in enumerate(side_list, start=1)}
     bm25_rank = {cid: r for r, cid in enumerate(bm25_ids, start=1)}
@@ -374,7 +374,8 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             distances.setdefault(cid, float(dist[snapshot.pos[cid]]))
         across |= _across(snapshot, distances, language) if side_2 else set()
         again = fused_order(dense_2, bm25_2, distances, n=n, method=settings.fusion, weights=weights,
-                            k=settings.rrf_k, multilingual=side_2, across=across)
+                            k=settings.rrf_k, multilingual=side_2, across=across,
+                            across_weight=settings.multilingual_weight_across)
         first = set(order[:kept])
         rest = [(cid, f) for cid, f in again if cid not in first][:n - kept]
         order = order[:kept] + [cid for cid, _ in rest]

@@ -76,12 +76,14 @@ class Settings:
     # The multilingual side (rag.multilingual): a second dense side that reads sixteen languages, and across
     # them. A passage in the question's language weighs it `multilingual_weight` when MiniLM does not read that
     # language (0.2: Portuguese R@4 +0.026, Spanish +0.023 on SQuAD test articles; chosen on their dev
-    # articles), `multilingual_weight_read` when it does (0: in English it only cost, 0.957 -> 0.949); a
-    # passage in another language than the question's is ranked by it alone, since neither other side reads
-    # across languages (docs/benchmarks.md, "A multilingual dense side"). False: neither embedded nor searched.
+    # articles), `multilingual_weight_read` when it does (0: in English it only cost, 0.957 -> 0.949); for a
+    # passage in another language than the question's it weighs `multilingual_weight_across`, since neither
+    # other side reads across languages (docs/benchmarks.md, "A multilingual dense side"). False: neither
+    # embedded nor searched.
     multilingual: bool = True
     multilingual_weight: float = _tuned(0.2)
     multilingual_weight_read: float = _tuned(0.0)
+    multilingual_weight_across: float = _tuned(1.0)
     # A passage in another language is evidence when its multilingual distance is at or under a cut calibrated
     # like the threshold (rag.calibration), and never over this ceiling. 0.55 chosen on the SQuAD articles
     # outside the test split, English questions on the Portuguese folder and the reverse (bench/across.py:
@@ -273,9 +275,9 @@ def _coerce(s: Settings) -> Settings:
     if out.fusion not in ("rrf", "minmax", "zscore"):
         raise ValueError(f"fusion must be one of 'rrf', 'minmax', 'zscore', got {out.fusion!r}")
     if min(out.dense_weight, out.bm25_weight, out.dense_weight_unread, out.multilingual_weight,
-           out.multilingual_weight_read) < 0:
-        raise ValueError("dense_weight, bm25_weight, dense_weight_unread, multilingual_weight and "
-                         "multilingual_weight_read must not be negative")
+           out.multilingual_weight_read, out.multilingual_weight_across) < 0:
+        raise ValueError("dense_weight, bm25_weight, dense_weight_unread and the multilingual_weight settings "
+                         "must not be negative")
     if out.feedback < 0:
         raise ValueError("feedback must be 0 (off) or a number of passages")
     if out.max_chunks < 1 or out.candidates < 1:

@@ -131,20 +131,26 @@ def test_without_the_multilingual_side_the_fusion_is_the_two_sides(method):
 
 
 @pytest.mark.parametrize("method", ["minmax", "zscore"])
-def test_a_passage_in_another_language_is_ranked_by_the_multilingual_side_alone(method):
+def test_a_passage_in_another_language_weighs_the_multilingual_side_by_its_own_weight(method):
     weights = {"dense": 0.6, "bm25": 0.4, "multilingual": 0.2}
-    fused = fuse(DENSE, BM25, method=method, weights=weights, multilingual=MULTI, across={"e", "f"})
+    fused = fuse(DENSE, BM25, method=method, weights=weights, multilingual=MULTI, across={"e", "f"}, across_weight=3)
     multi = normalise([s for _, s in MULTI], method)
-    assert fused["e"].score == pytest.approx(multi[0]) and fused["f"].score == pytest.approx(multi[2])
-    a = fused["a"]  # in the question's language: the three sides, weighted
+    for cid in ("e", "f"):  # in another language: the multilingual side weighs 3, the others as ever
+        x = fused[cid]
+        assert x.score == pytest.approx((0.6 * x.dense + 0.4 * x.bm25 + 3 * x.multilingual) / 4.0)
+    assert fused["e"].multilingual == pytest.approx(multi[0])
+    a = fused["a"]  # in the question's language: the three sides at the question's weights
     assert a.score == pytest.approx((0.6 * a.dense + 0.4 * a.bm25 + 0.2 * a.multilingual) / 1.2)
     assert a.multilingual == pytest.approx(multi[1])
     assert fused["d"].multilingual == pytest.approx(min(multi))  # the multilingual side missed it: its lowest
+    # The more the multilingual side weighs for it, the higher a passage it prefers climbs.
+    heavier = fuse(DENSE, BM25, method=method, weights=weights, multilingual=MULTI, across={"e"}, across_weight=9)
+    assert list(heavier).index("e") <= list(fused).index("e")
 
 
-def test_rank_fusion_ranks_a_passage_in_another_language_by_the_multilingual_rank_alone():
-    fused = fuse(DENSE, BM25, method="rrf", weights=EQUAL, multilingual=MULTI, across={"e"}, k=60)
-    assert fused["e"].score == pytest.approx(1 / 61)
+def test_rank_fusion_weighs_a_passage_in_another_language_by_the_multilingual_sides_across_weight():
+    fused = fuse(DENSE, BM25, method="rrf", weights=EQUAL, multilingual=MULTI, across={"e"}, k=60, across_weight=2)
+    assert fused["e"].score == pytest.approx(2 / 61)
     assert fused["a"].score == pytest.approx(1 / 61 + 1 / 63 + 1 / 62)
 
 
@@ -193,15 +199,16 @@ def test_the_engine_weighs_each_question_by_its_language_and_explains_every_cand
     for result in (pt, en):
         wd, wb, wm = result.weights["dense"], result.weights["bm25"], result.weights["multilingual"]
         assert [c.fused_rank for c in result.candidates] == list(range(1, len(result.candidates) + 1))
-        # The other language's passages are ranked by the multilingual side alone (neither other side reads
-        # across languages); the question's own language's by the three, weighted.
+        # The other language's passages weigh the multilingual side more (neither other side reads across
+        # languages); the question's own language's the three at the question's weights.
         assert {c.across for c in result.candidates} == {True, False}
+        wa = s.multilingual_weight_across
         for c in result.candidates:
             # Every rank and normalised score is shown; the fused score is their weighted mean.
             assert c.dense_norm is not None and c.bm25_norm is not None and c.side_norm is not None
             assert c.across == (c.lang != result.language)
-            expected = c.side_norm if c.across else \
-                (wd * c.dense_norm + wb * c.bm25_norm + wm * c.side_norm) / (wd + wb + wm)
+            w3 = wa if c.across else wm
+            expected = (wd * c.dense_norm + wb * c.bm25_norm + w3 * c.side_norm) / (wd + wb + w3)
             assert c.fused_score == pytest.approx(expected)
             assert c.dense_rank is not None or c.bm25_rank is not None or c.side_rank is not None
             assert 0.0 <= c.side_distance <= 2.0
