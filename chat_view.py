@@ -186,7 +186,7 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> Table:
 
 
 def _columns(gated: rag.Gated, result: rag.SearchResult) -> dict[str, Column]:
-    rule, cut = gated.rule, gated.rule.judge_cut
+    rule, cut, across = gated.rule, gated.rule.judge_cut, gated.across_cut
     top = max([1.0] + [c.distance for c in gated.candidates])
     return {
         "judge": Column("number", f"judge (≥ {cut:.2f})" if cut is not None else "judge", dict(
@@ -208,13 +208,14 @@ def _columns(gated: rag.Gated, result: rag.SearchResult) -> dict[str, Column]:
         "multilingual": Column("text", "multilingual", dict(
             width="small", help="Rank by the multilingual model's cosine distance (–: not in its top N). It alone "
                                 "ranks a passage in another language than the question's")),
-        "multi distance": Column("number", "multi distance" + (f" (≤ {rule.across_cut:.3f}: another language)"
-                                                              if rule.across_cut is not None else ""), dict(
+        "multi distance": Column("number", "multi distance" + (f" (≤ {across:.3f}: another language)"
+                                                              if across is not None else ""), dict(
             format="%.3f", width="small",
             help="Cosine distance by the multilingual model. A passage in another language than the question's "
-                 "is judged by it, not by the threshold: "
-                 + (f"at most {rule.across_cut:.3f}, calibrated on this folder like the threshold, and the names "
-                    "the question writes." if rule.across_cut is not None else "not calibrated yet."))),
+                 "is judged by it, not by its cosine distance above: "
+                 + (f"at most {across:.3f} (calibrated on this folder like the threshold, or the threshold where "
+                    "that is lower), and the names the question writes." if across is not None else
+                    "not calibrated yet."))),
         "distance": Column("progress", f"distance (≤ {gated.threshold:.3f} passes)", dict(
             min_value=0.0, max_value=top, format="%.3f",
             help=f"Cosine distance to the question (0 = same meaning). Threshold {gated.threshold:.3f}.")),
@@ -273,11 +274,11 @@ def evidence_caption(gated: rag.Gated, result: rag.SearchResult) -> str:
 
 def across_note(gated: rag.Gated) -> str:
     """A sentence of the evidence caption when some candidate is in another language than the question's."""
-    cut = gated.rule.across_cut
+    cut = gated.across_cut
     if cut is None or not any(gated.rule.reads_across(c) for c in gated.candidates):
         return ""
-    return (f" A passage in another language is judged by its multilingual distance (≤ {cut:.3f}, calibrated on "
-            "this folder; the slider does not move it) and the names the question writes.")
+    return (f" A passage in another language is judged by its multilingual distance (≤ {cut:.3f}: the cut "
+            "calibrated on this folder, or the threshold where lower) and the names the question writes.")
 
 
 def unknown_names_note(result: rag.SearchResult) -> str:

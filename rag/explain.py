@@ -153,9 +153,9 @@ def _no_threshold(gated: Gated, lost_hint: str, markup: Markup = PLAIN) -> str:
         return f"the folder never mentions {markup.value(quoted(gated.names))}."
     if gated.because == ACROSS:
         return (f"every candidate is in another language than the question's, and is judged by its "
-                f"multilingual distance, which the slider does not move: the closest is "
+                f"multilingual distance (the calibrated cut, or the threshold where it is lower): the closest is "
                 f"{markup.strong(f'{gated.across_best:.3f}')}, over the calibrated "
-                f"{markup.strong(f'{gated.rule.across_cut:.3f}')}.")
+                f"{markup.strong(f'{gated.across_cut:.3f}')}.")
     if gated.rule.judging:
         return f"the judge, which reads the question with each passage, found none that answers it. {advice}"
     # Not a dead end: the likeliest cause is a paraphrase, which the person can mend.
@@ -187,7 +187,7 @@ def refusal_sentence(gated: Gated) -> str | None:
         return None
     t, q, because = gated.threshold, gated.question, gated.because
     if gated.failed == DISTANCE and because == ACROSS:
-        return across_text(q, gated.across_best, gated.rule.across_cut, gated.language, gated.folder_languages)
+        return across_text(q, gated.across_best, gated.across_cut, gated.language, gated.folder_languages)
     if gated.failed in (EMPTY, DISTANCE):
         text = refusal_text(t, q)
         if gated.failed == DISTANCE and because == ABSENT:  # nor would any threshold let a passage through
@@ -219,12 +219,12 @@ def passage_text(gated: Gated, c: Candidate) -> str:
         return (f"Its chunk passed the threshold (distance {c.distance:.3f} ≤ {gated.threshold:.3f}) but came at "
                 f"fused rank {c.fused_rank}, after the {ahead} chunks the cap of {gated.max_chunks} allows.")
     if verdict == ACROSS_OVER:
-        why = (f"its multilingual distance {c.side_distance:.3f} is over the cut of {gated.rule.across_cut:.3f}"
-               if c.side_distance is not None and c.side_distance > gated.rule.across_cut + 1e-9 else
+        why = (f"its multilingual distance {c.side_distance:.3f} is over the cut of {gated.across_cut:.3f}"
+               if c.side_distance is not None and c.side_distance > gated.across_cut + 1e-9 else
                f"it does not mention {', '.join(c.absent_names or c.lacks_names)}, which the question names"
                if c.absent_names or c.lacks_names else "the question has no word of its own")
         return (f"It is written in {LANGUAGE_NAMES.get(c.lang, c.lang)}, another language than the question's, so "
-                f"the multilingual side judged it (the slider does not move its cut), and {why}.")
+                f"the multilingual side judged it (its cut is the calibrated one, or the threshold where lower), and {why}.")
     if verdict == JUDGED_OUT:
         score = "it did not read it" if c.judge is None else f"its score is {c.judge:.2f}"
         return (f"{close}, but the judge, which reads the question and the passage together, found it does not "

@@ -31,8 +31,9 @@ it lacks; it still needs the distance test.
 A passage in another language than the question's (`Candidate.across`, found by the multilingual side)
 is judged by neither test: MiniLM's distance across languages and the share of the question's words say
 nothing of it. It is evidence when its multilingual distance is at or under `SupportRule.across_cut`
-(calibrated per folder and question language on the unrelated questions, as the threshold is) and the name
-tests hold (a name is written alike in every language). The slider does not move that cut.
+(calibrated per folder and question language on the unrelated questions, as the threshold is) and under
+the threshold too (the slider stays the one control of strictness: set under the cut, it lowers it; at 0
+nothing passes), and the name tests hold (a name is written alike in every language).
 
 The gate keeps, in fused order, at most `max_chunks` candidates that pass both. When none does, `Gated`
 says which test failed (`failed`: EMPTY, DISTANCE, SUPPORT), which rule of the support test it names
@@ -143,11 +144,12 @@ class SupportRule:
         """Whether `c` is judged by its multilingual distance (it is in another language than the question's)."""
         return c.across and self.across_cut is not None and c.side_distance is not None
 
-    def across_passes(self, c: Candidate) -> bool:
-        """A passage in another language: close enough in meaning, and the names the question writes hold."""
+    def across_passes(self, c: Candidate, threshold: float = math.inf) -> bool:
+        """A passage in another language: close enough in meaning (at or under the cut and the threshold), and
+        the names the question writes hold."""
         if c.absent_names or c.lacks_names or (c.wordless and not c.codes):
             return False
-        return c.side_distance is not None and c.side_distance <= self.across_cut + 1e-9
+        return c.side_distance is not None and c.side_distance <= min(self.across_cut, threshold) + 1e-9
 
     @property
     def judging(self) -> bool:
@@ -296,6 +298,12 @@ class Gated:
     across_best: float = math.inf  # ACROSS: the smallest multilingual distance among the passages
 
     @property
+    def across_cut(self) -> float | None:
+        """The multilingual distance a passage in another language needed here: the calibrated cut, or the
+        threshold when that is lower (None: no such cut)."""
+        return None if self.rule.across_cut is None else min(self.rule.across_cut, self.threshold)
+
+    @property
     def refusal(self) -> str | None:
         """The refusal sentence (None when answered), worded by rag.explain."""
         from rag.explain import refusal_sentence  # rag.explain renders this class: imported when used
@@ -378,7 +386,7 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
     verdicts, kept = [], []
     for c in result.candidates:
         across = rule.reads_across(c)  # judged by its multilingual distance, not by the threshold
-        if across and not rule.across_passes(c):
+        if across and not rule.across_passes(c, threshold):
             verdicts.append(ACROSS_OVER)
         elif not across and c.distance > threshold:
             verdicts.append(OVER)

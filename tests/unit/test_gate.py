@@ -128,6 +128,15 @@ def test_across_languages_the_name_tests_still_hold(fields):
     assert g.verdicts == [ACROSS_OVER] and g.failed
 
 
+def test_a_threshold_under_the_multilingual_cut_lowers_it_and_at_zero_nothing_passes():
+    rows = result(across(1, 0.50), across(2, 0.30))
+    assert gate(rows, 0.8, 4, ACROSS_RULE).verdicts == [KEPT, KEPT]  # the calibrated cut, 0.55, decides
+    low = gate(rows, 0.4, 4, ACROSS_RULE)
+    assert low.verdicts == [ACROSS_OVER, KEPT] and low.across_cut == 0.4
+    none = gate(rows, 0.0, 4, ACROSS_RULE)
+    assert set(none.verdicts) == {ACROSS_OVER} and none.because == ACROSS and "need 0.000 or less" in none.refusal
+
+
 def test_without_a_multilingual_cut_a_passage_in_another_language_is_judged_as_any_other():
     g = gate(result(across(1, 0.40)), 0.8, 4, RULE)
     assert g.verdicts == [OVER] and g.because == ""
