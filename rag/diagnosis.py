@@ -64,9 +64,17 @@ def _full_ranks(engine, result: SearchResult, chunk_ids: Sequence[str]) -> dict[
     bm_order = [ids[i] for i in np.argsort(-bm, kind="stable") if bm[i] > 0]
     dist = {c: 1.0 - float(s) for c, s in zip(ids, sims)}
     bm_of = dict(zip(ids, bm))
+    side, across = [], set()
+    if snap.side_vectors is not None and getattr(engine, "side", None) is not None:  # the multilingual side too
+        side_dist = 1.0 - snap.side_vectors @ engine.side.embed_batch([result.query])[0]
+        side = [(ids[i], float(side_dist[i])) for i in np.argsort(side_dist, kind="stable")]
+        lang = result.language
+        across = {c.id for c in snap.chunks if lang and c.meta.get("lang", "") not in ("", lang)}
     # The search's own fusion, with the weights it used for this question, over every chunk at once.
     ranked = fused_order([(c, dist[c]) for c in dense_order], [(c, float(bm_of[c])) for c in bm_order], dist,
-                         n=len(ids), method=result.fusion, weights=result.weights, k=engine.settings.rrf_k)
+                         n=len(ids), method=result.fusion, weights=result.weights, k=engine.settings.rrf_k,
+                         multilingual=side, across=across,
+                         across_weight=engine.settings.multilingual_weight_across)
     fused_order_ = [c for c, _ in ranked]
     d_rank = {c: r for r, c in enumerate(dense_order, start=1)}
     b_rank = {c: r for r, c in enumerate(bm_order, start=1)}
