@@ -127,9 +127,13 @@ def run(size: int, queries: int, baseline: bool = True, multilingual: bool = Tru
         approx = {cid for cid, _ in engine.store.query(v, 20)}
         hits += len(exact & approx)
     recall = hits / (20 * len(qv))
+    rss = rss_mb()
+    # Let go of the index (Chroma keeps one system per path in the process): the next size or mode deletes
+    # and rebuilds this folder, and a new client handed the old system would write to deleted files.
+    engine.close()
     return {
         "multilingual": multilingual,
-        "rss_mb": rss_mb(),
+        "rss_mb": rss,
         "chunks": n, "index_s": index_s, "index_ms_per_chunk": index_s / n * 1000,
         "encode_ms_per_chunk": encode_s / n * 1000, "index_over_encode": index_s / encode_s,
         "resync_s": resync_s, "resync_embedded": again.embedded, "first_embedded": report.embedded,

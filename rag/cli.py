@@ -223,6 +223,8 @@ def cmd_status(args: argparse.Namespace) -> int:
           f"model {s.model}" + (f", multilingual side {engine.side.name}" if engine.side else ", multilingual side off")
           + (f"; {_files(len(pending))} pending" if pending else ""))
     print(engine.language_line(s))
+    if engine.indexer.side_error:
+        print(engine.indexer.side_error)
     calibration = engine.calibrated()
     for lang in (calibration.languages if calibration else ()):
         print(f"threshold {calibration.languages[lang].describe()}")

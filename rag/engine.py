@@ -113,6 +113,7 @@ class Engine:
         # `rag.engine.EMBED_GROUP` first (crash and queue tests do, for small write groups) gets it.
         self.indexer = Indexer(settings, self.embedder, self.strategy, after_change=self._after_change,
                                group=EMBED_GROUP, side=self.side)
+        self.side = self.indexer.side  # None when its collection could not be opened (indexer.side_error says why)
         # The indexer's parts, under the names callers have always used (the same objects, not copies).
         self.store = self.indexer.store
         self.library = self.indexer.library

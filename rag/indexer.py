@@ -36,7 +36,7 @@ from rag.queue import (CANCELLED, EMBEDDING, EXTRACTING, FAILED, INDEXED, REMOVE
                        QueueItem, Stopped)
 from rag.search import Snapshot
 from rag.settings import Settings
-from rag.store import ChunkStore, StoredChunk, chunk_metadata
+from rag.store import ChunkStore, StoreError, StoredChunk, chunk_metadata
 
 Progress = Callable[[int, int, str], None]  # (done, total, current file)
 EMBED_GROUP = 256  # chunks embedded together across small documents: the model is fastest in full batches
@@ -86,9 +86,12 @@ class Indexer:
         # The multilingual side (rag.multilingual): its vectors in a collection of their own, under the same
         # chunk ids, written and deleted with the chunks. A chunk without one (the side was off when it was
         # indexed, or its model changed) gets it when the snapshot is rebuilt (`reload`).
-        self.side = side
-        self.side_store = (ChunkStore(settings, side.name, side.dimension, client=self.store.client)
-                           if side is not None else None)
+        self.side, self.side_store, self.side_error = side, None, ""
+        if side is not None:
+            try:
+                self.side_store = ChunkStore(settings, side.name, side.dimension, client=self.store.client)
+            except StoreError as exc:  # an index that cannot take a new collection (read-only): search without it
+                self.side, self.side_error = None, f"the multilingual side is off: {exc}"
         self.library = Library(settings.index_path / "library.sqlite")
         self.lock = WriterLock(settings.index_path / "writer.lock")
         # Each visible document's chunks as written (with their vectors): what `_publish` builds the snapshot from.
@@ -172,6 +175,8 @@ class Indexer:
             if self.lock.acquire(timeout=0):
                 try:
                     self.side_store.add_vectors([c.id for c in missing], [c.doc_id for c in missing], vectors)
+                except StoreError:
+                    pass  # a read-only index: searched with the vectors made here, made again next start
                 finally:
                     self.lock.release()
         return {d: [dataclasses.replace(c, side=stored[c.id]) for c in chunks] for d, chunks in by_doc.items()}

@@ -1,4 +1,9 @@
-"""Search: dense top-N and BM25 top-N, fused per question, every candidate fully explained.
+"""Search: dense top-N and BM25 top-N (and the multilingual side's top-N when it is on), fused per question,
+every candidate fully explained.
+
+The multilingual side (rag.multilingual) is a second dense side over the same chunks, searched the same way
+(an exact scan of its vectors in the snapshot); a passage in another language than the question's is
+marked `across`, and weighs that side more in the fusion (rag.fusion.fuse).
 
 Fusion: `rag.fusion` (the arithmetic and the per-question weights).
 
@@ -114,8 +119,9 @@ class Candidate:
     side_rank: int | None = None
     side_distance: float | None = None
     side_norm: float | None = None
-    # Written in another language than the question's (both identified): the multilingual side alone ranked
-    # it, and the gate reads its multilingual distance, not MiniLM's, nor the question's words (rag.gate).
+    # Written in another language than the question's (both identified): the multilingual side weighed
+    # more in its fused score (rag.fusion), and the gate reads its multilingual distance, not MiniLM's, nor
+    # the question's words (rag.gate).
     across: bool = False
 
     @property
