@@ -292,8 +292,9 @@ def unknown_names_note(result: rag.SearchResult) -> str:
     return f". {note}" if note else ""
 
 
-def fusion_note(result: rag.SearchResult, rrf_k: int) -> str:
-    """How this question's two rankings were fused, with the weights it got (they follow its language).
+def fusion_note(result: rag.SearchResult, rrf_k: int, across_weight: float = 1.0) -> str:
+    """How this question's rankings were fused, with the weights it got (they follow its language; a row in
+    another language weighs the multilingual side `across_weight`).
 
     >>> fusion_note(rag.SearchResult("q", "q", [], {"dense": 0.6, "bm25": 0.4}, fusion="zscore"), 60)
     'Fused: z-scores, weights dense 0.6 · BM25 0.4'
@@ -307,6 +308,11 @@ def fusion_note(result: rag.SearchResult, rrf_k: int) -> str:
     if w["dense"] < w["bm25"]:
         note += (" (the embedding model does not read this question's language, and the folder holds text in it: "
                  "BM25 decides, the dense side breaks near-ties)")
+    if any(c.side_rank is not None for c in result.candidates):
+        across = sum(1 for c in result.candidates if c.across)
+        note += (f" · multilingual {w.get('multilingual', 0):g}"
+                 + (f"; {across} rows in another language than the question's weigh the multilingual side "
+                    f"{across_weight:g}" if across else ""))
     if result.feedback_note:
         note += ". " + result.feedback_note
     return note

@@ -174,13 +174,13 @@ def test_question_shows_answer_citations_distances_and_table(engine):
                                                                 plain(c.value)))}
     assert uncited == {n for n, _, _ in cites} - quoted
 
-    assert list(frame.columns) == ["fused", "score", "dense", "BM25", "distance", "margin", "support", "needs",
-                                   "lacks", "document", "section", "preview", "verdict"]
+    assert list(frame.columns) == ["fused", "score", "dense", "BM25", "multilingual", "multi distance", "distance",
+                                   "margin", "support", "needs", "lacks", "document", "section", "preview", "verdict"]
     assert len(frame) == 20
     assert list(frame["fused"]) == list(range(1, 21))
     assert list(frame["score"]) == sorted(frame["score"], reverse=True)  # the fused rank follows the fused score
     # Each side's rank, or a dash for a row that side did not return (never "None" or an empty cell).
-    for side in ("dense", "BM25"):
+    for side in ("dense", "BM25", "multilingual"):
         assert all(r == "–" or r.isdigit() for r in frame[side]), list(frame[side])
     assert "–" in set(frame["dense"]) | set(frame["BM25"])  # 20 fused from two top-20 lists: some come from one side
     assert any(plain(c.value).startswith("Fused: z-scores, weights dense 0.6 · BM25 0.4") for c in at.caption)
