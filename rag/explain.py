@@ -187,7 +187,7 @@ def refusal_sentence(gated: Gated) -> str | None:
         return None
     t, q, because = gated.threshold, gated.question, gated.because
     if gated.failed == DISTANCE and because == ACROSS:
-        return across_text(q, gated.across_best, gated.across_cut, gated.language, gated.folder_languages)
+        return across_text(q, gated.across_best, gated.across_cut, gated.language, gated.near_languages)
     if gated.failed in (EMPTY, DISTANCE):
         text = refusal_text(t, q)
         if gated.failed == DISTANCE and because == ABSENT:  # nor would any threshold let a passage through
@@ -388,15 +388,16 @@ def other_language_hint(question_lang: str, passage_langs: Sequence[str],
             f"looks for the question's own words)")
 
 
-def across_text(question: str, best: float, cut: float, lang: str, folder: Sequence[str]) -> str:
-    """The refusal when every candidate is in another language than the question's and none is close enough.
+def across_text(question: str, best: float, cut: float, lang: str, near: Sequence[str]) -> str:
+    """The refusal when every candidate is in another language than the question's (`near`: their languages)
+    and none is close enough.
 
     >>> print(across_text("How many branches are there?", 0.6212, 0.55, "en", ("pt",)))
-    NO ANSWER: the folder's passages are in Portuguese, and none is close enough in meaning to "How many branches are there?" (best multilingual distance 0.621; English questions need 0.550 or less)
+    NO ANSWER: the closest passages are in Portuguese, and none is close enough in meaning to "How many branches are there?" (best multilingual distance 0.621; English questions need 0.550 or less)
     """
-    names = " and ".join(LANGUAGE_NAMES.get(x, x) for x in sorted(set(folder) - {lang})) or "another language"
+    names = " and ".join(LANGUAGE_NAMES.get(x, x) for x in sorted(set(near) - {lang, ""})) or "another language"
     asked = LANGUAGE_NAMES.get(lang, lang) or "these"
-    return (f"{REFUSAL_PREFIX}: the folder's passages are in {names}, and none is close enough in meaning to "
+    return (f"{REFUSAL_PREFIX}: the closest passages are in {names}, and none is close enough in meaning to "
             f'"{question}" (best multilingual distance {best:.3f}; {asked} questions need {cut:.3f} or less)')
 
 

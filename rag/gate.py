@@ -421,7 +421,7 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
             elif all(rule.reads_across(c) for c in result.candidates):
                 because, data = ACROSS, {"across_best": min(c.side_distance for c in result.candidates),
                                          "language": result.language,
-                                         "folder_languages": tuple(result.folder_languages)}
+                                         "near_languages": tuple(c.lang for c in result.candidates)}
         else:
             failed = SUPPORT
             # Words that none of the close passages holds, in the question's order.

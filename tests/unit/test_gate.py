@@ -143,8 +143,8 @@ def test_without_a_multilingual_cut_a_passage_in_another_language_is_judged_as_a
 
 
 def test_when_every_candidate_is_in_another_language_the_refusal_says_so():
-    g = gate(result(across(1, 0.62), across(2, 0.70), language="en", folder_languages=("pt",)), 0.8, 4, ACROSS_RULE)
+    g = gate(result(across(1, 0.62), across(2, 0.70), language="en", folder_languages=("en", "pt")), 0.8, 4, ACROSS_RULE)
     assert (g.failed, g.because, g.across_best) == (DISTANCE, ACROSS, 0.62)
-    assert g.refusal == ('NO ANSWER: the folder\'s passages are in Portuguese, and none is close enough in meaning '
+    assert g.refusal == ('NO ANSWER: the closest passages are in Portuguese, and none is close enough in meaning '
                          'to "q" (best multilingual distance 0.620; English questions need 0.550 or less)')
     assert g.reason == "no passage is close enough in meaning (they are in another language)"
