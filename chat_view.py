@@ -206,8 +206,8 @@ def _columns(gated: rag.Gated, result: rag.SearchResult) -> dict[str, Column]:
         "BM25": Column("text", "BM25", dict(
             width="small", help="Rank by BM25 keyword score (–: not in BM25's top N)")),
         "multilingual": Column("text", "multilingual", dict(
-            width="small", help="Rank by the multilingual model's cosine distance (–: not in its top N). It alone "
-                                "ranks a passage in another language than the question's")),
+            width="small", help="Rank by the multilingual model's cosine distance (–: not in its top N). It weighs "
+                                "most for a passage in another language than the question's")),
         "multi distance": Column("number", "multi distance" + (f" (≤ {across:.3f}: another language)"
                                                               if across is not None else ""), dict(
             format="%.3f", width="small",
@@ -408,7 +408,9 @@ def citation_cards(turn_no: int, gated: rag.Gated, folder: Path, numbers: set[in
             citation=c, uncited=uncited,
             anchor=f'<span id="{anchor(turn_no, c.n)}"></span>',
             header=(f"**[{c.n}]** {md_escape(c.doc_name)} · {md_escape(c.locator)} · "
-                    f"cosine distance **{c.distance:.3f}**"),
+                    + (f"in another language: multilingual distance **{c.multilingual_distance:.3f}** "
+                       f"(cosine distance {c.distance:.3f})" if c.multilingual_distance is not None else
+                       f"cosine distance **{c.distance:.3f}**")),
             link=f"link: {md_escape(c.link)}",
             link_help=md_escape((Path(folder) / c.doc_name).resolve().as_uri() + c.fragment),
             label=f"[{c.n}] Open {c.doc_name} at the passage ({c.fragment})",

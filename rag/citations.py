@@ -65,6 +65,8 @@ class Citation:
     page: int | None
     section: str = ""  # the heading the passage sits under ("" when none)
     version: str = ""  # the content hash of the document version quoted (the viewer checks it)
+    # A passage in another language than the question's: its multilingual distance, which judged it (None else).
+    multilingual_distance: float | None = None
 
 
 def locator(c: "Candidate") -> str:
@@ -86,7 +88,8 @@ def cite(kept: Sequence["Candidate"]) -> list[Citation]:
     return [Citation(n=i, chunk_id=c.chunk_id, doc_id=c.doc_id, doc_name=c.doc_name, title=c.title,
                      locator=locator(c), fragment=fragment(c), link=urlquote(c.doc_name) + fragment(c),
                      quote=c.content, distance=c.distance, start=c.start, end=c.end, page=c.page,
-                     section="" if c.section == f"Page {c.page}" else c.section, version=c.version)
+                     section="" if c.section == f"Page {c.page}" else c.section, version=c.version,
+                     multilingual_distance=c.side_distance if c.across else None)
             for i, c in enumerate(kept, start=1)]
 
 

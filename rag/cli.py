@@ -141,7 +141,9 @@ def print_turn(turn: Turn) -> None:
         print("\nCitations")
         for c in g.citations:
             quote = " ".join(c.quote.split())
-            print(f"[{c.n}] {c.doc_name} · {c.locator} · {c.link} · distance {c.distance:.3f}\n    \"{quote[:300]}\"")
+            across = ("" if c.multilingual_distance is None else
+                      f" · in another language: multilingual distance {c.multilingual_distance:.3f}")
+            print(f"[{c.n}] {c.doc_name} · {c.locator} · {c.link} · distance {c.distance:.3f}{across}\n    \"{quote[:300]}\"")
     note = f"; {turn.threshold.note}" if turn.threshold else ""
     rule = g.rule
     print(f"\nRetrieval (threshold {g.threshold:.3f}{note}; {evidence_rule(rule)}; at most {g.max_chunks} kept)")

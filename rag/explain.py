@@ -127,7 +127,7 @@ def explain(gated: Gated, *, indexing: int = 0, lost_hint: str = LOST_HINT, add_
                    f"{m.strong(f'{c.distance:.3f}')}.{lacks}")
         s = gated.closest_supported
         if s is not None:
-            needed = passing_threshold(s.distance)
+            needed = passing_threshold(gated.needed_threshold)
             threshold = (f"A threshold of {m.strong(f'{needed:.3f}')} would let {m.strong(s.doc_name)} through "
                          + ("(the nearest passage the judge says answers)." if rule.judging else
                             "(the nearest passage that holds the question's words)."))

@@ -218,6 +218,11 @@ class SupportRule:
     def needed_by(self, c: Candidate) -> float:
         return self.needed(c.distance, c.unknown_names)
 
+    def needed_distance(self, c: Candidate) -> float:
+        """The threshold at which `c` passes the distance test: its cosine distance, or for a passage in
+        another language its multilingual distance (the threshold bounds its cut)."""
+        return c.side_distance if self.reads_across(c) else c.distance
+
     def passes(self, c: Candidate) -> bool:
         if self.reads_across(c):
             return self.across_passes(c)
@@ -341,7 +346,8 @@ class Gated:
     def unsaid(self) -> tuple[str, ...]:
         """The question's words that no kept passage holds, in the question's order (() when refused, or when
         some passage holds them all)."""
-        kept = self.kept  # none when refused
+        # Passages in another language never hold the question's words: only the others say what is unsaid.
+        kept = [c for c in self.kept if not self.rule.reads_across(c)]  # none when refused
         return lacked_by_all(kept, kept[0].missing) if kept else ()
 
     @property
@@ -377,7 +383,8 @@ class Gated:
         """The smallest threshold that would let a candidate through, as a distance (None: no threshold
         would, since no candidate passes the support test); printed, it is rounded up
         (`rag.explain.passing_threshold`)."""
-        return self.closest_supported.distance if self.closest_supported else None
+        c = self.closest_supported
+        return None if c is None else self.rule.needed_distance(c)
 
 
 def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: SupportRule = NO_SUPPORT_TEST) -> Gated:
@@ -404,9 +411,10 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
         else:
             verdicts.append(CAPPED)
     closest = min(result.candidates, key=lambda c: c.distance, default=None)
-    # The nearest passage that a threshold would let through (one in another language: no threshold would).
-    supported = [c for c in result.candidates if rule.passes(c) and not rule.reads_across(c)]
-    closest_supported = min(supported, key=lambda c: c.distance, default=None)
+    # The passage the lowest threshold would let through (one in another language: at its multilingual
+    # distance, under its cut).
+    supported = [c for c in result.candidates if rule.passes(c)]
+    closest_supported = min(supported, key=rule.needed_distance, default=None)
     failed, missing, because, data = None, (), "", {}
     if not kept:
         near = [c for c, v in zip(result.candidates, verdicts) if v in (UNSUPPORTED, OFF_SUBJECT, JUDGED_OUT)]

@@ -44,7 +44,10 @@ def test_a_question_in_one_language_is_answered_from_a_note_in_the_other(mixed, 
     assert kept[0].across and kept[0].side_rank == 1
     assert kept[0].side_distance <= turn.gated.rule.across_cut
     assert not turn.answer.refused and needle in turn.answer.text and "[1]" in turn.answer.text
-    assert turn.gated.citations[0].doc_name == doc
+    citation = turn.gated.citations[0]
+    assert citation.doc_name == doc and citation.multilingual_distance == kept[0].side_distance
+    # No caution that the passage "never mentions" the question's words: it is in another language.
+    assert turn.gated.unsaid_note is None
 
 
 def test_an_unrelated_question_in_another_language_is_refused_by_the_multilingual_cut(make_engine, tmp_path):
@@ -102,10 +105,12 @@ def test_an_index_built_without_the_side_gets_its_vectors_when_it_is_turned_on(m
 
 
 def test_the_cli_and_the_table_show_the_multilingual_columns(mixed, capsys):
-    from chat_view import retrieval_table
+    from chat_view import citation_cards, retrieval_table
     from rag.cli import print_turn
 
     turn = mixed.ask("How much is the monthly rent of the apartment?")
+    (card,) = citation_cards(1, turn.gated, mixed.folder)
+    assert "in another language: multilingual distance **" in card.header
     table = retrieval_table(turn.gated, turn.result)
     assert {"multilingual", "multi distance"} <= set(table.columns)
     assert table.rows[0]["multilingual"] == "1" and table.rows[0]["verdict"] == KEPT

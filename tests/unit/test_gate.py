@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from rag.explain import explain
 from rag.gate import (ACROSS, ACROSS_OVER, ABSENT, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, SUPPORT,
                       UNNAMED, UNSUPPORTED, WORDLESS, WORDS, SupportRule, gate)
 from tests.unit.made import result, row
@@ -117,8 +118,11 @@ def test_a_passage_in_another_language_is_judged_by_its_multilingual_distance_al
     # The first is kept though it is far by MiniLM and holds no word; the second is over the cut; the third, in
     # the question's language, is judged by the threshold as ever.
     assert g.verdicts == [KEPT, ACROSS_OVER, OVER]
-    # The slider does not judge row 1: the passage a threshold would let through is row 3, in the question's language.
-    assert g.closest_supported.chunk_id == "c3"
+    # The lowest threshold that lets a passage through is row 1's multilingual distance (it bounds the cut).
+    assert g.closest_supported.chunk_id == "c1" and g.needed_threshold == 0.50
+    refused = gate(result(across(1, 0.50), row(3, 0.95, support=1.0)), 0.3, 4, ACROSS_RULE)
+    assert refused.failed == DISTANCE and refused.needed_threshold == 0.50
+    assert "A threshold of 0.500 would let doc1.md through" in " ".join(explain(refused).lines)
 
 
 @pytest.mark.parametrize("fields", [{"lacks_names": ("heron",)}, {"absent_names": ("falcon",)},
