@@ -38,7 +38,7 @@ MARKDOWN = rag.Markup(value=md_escape, strong=lambda text: f"**{md_escape(text)}
 # The background of a row's verdict cells, by the gate's verdict.
 VERDICT_COLOUR = {rag.KEPT: "background-color: #e3f1e6", rag.CAPPED: "background-color: #fbf0d9", rag.OVER: "",
                   rag.UNSUPPORTED: "background-color: #f6e3e3", rag.OFF_SUBJECT: "background-color: #f6e3e3",
-                  rag.JUDGED_OUT: "background-color: #f6e3e3", rag.ACROSS_OVER: "background-color: #f6e3e3"}
+                  rag.JUDGED_OUT: "background-color: #f6e3e3"}
 
 FUSED_HELP = {
     "zscore": "Each side's score as standard deviations above that side's mean over its candidates, weighted "
@@ -240,7 +240,6 @@ def _columns(gated: rag.Gated, result: rag.SearchResult) -> dict[str, Column]:
         "verdict": Column("text", "verdict", dict(
             help=f"kept (at most {gated.max_chunks}) / under threshold, over cap / over threshold / "
                  "judged not to answer (the judge's score under its cut) / "
-                 "another language, over the multilingual cut (its multilingual distance, or a name it lacks) / "
                  "lacks the question's words (the support test) / lacks the earlier question's "
                  "subject (a follow-up's passage holding none of the words of the question it follows)")),
     }

@@ -46,7 +46,7 @@ from rag.citations import Citation  # noqa: E402
 from rag.embed import Embedder, load_embedder  # noqa: E402
 from rag.engine import Engine  # noqa: E402
 from rag.explain import Markup, ceiled, evidence_rule, explain, floored  # noqa: E402
-from rag.gate import (ACROSS, ACROSS_OVER, CAPPED, DISTANCE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, SUPPORT,  # noqa: E402
+from rag.gate import (ACROSS, CAPPED, DISTANCE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, SUPPORT,  # noqa: E402
                       UNSUPPORTED, Gated, SupportRule, gate)
 from rag.search import Candidate, SearchResult  # noqa: E402
 from rag.settings import Settings, load_settings  # noqa: E402
@@ -57,7 +57,7 @@ from rag.viewer import Located, ViewerError  # noqa: E402
 # types an answer is made of. Everything else is imported from its module (`from rag.fusion import rrf`).
 __all__ = [
     "Engine", "Settings", "load_settings", "Embedder", "load_embedder", "make_generator",
-    "gate", "Gated", "SupportRule", "ACROSS", "ACROSS_OVER", "CAPPED", "DISTANCE", "EMPTY", "JUDGE", "JUDGED_OUT", "KEPT", "OFF_SUBJECT",
+    "gate", "Gated", "SupportRule", "ACROSS", "CAPPED", "DISTANCE", "EMPTY", "JUDGE", "JUDGED_OUT", "KEPT", "OFF_SUBJECT",
     "OVER", "SUPPORT", "UNSUPPORTED",
     "explain", "evidence_rule", "Markup", "ceiled", "floored",
     "Answer", "Candidate", "Citation", "SearchResult", "unwrap", "Located", "ViewerError", "UploadConflict",

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from rag.citations import locator
-from rag.gate import (ACROSS, ACROSS_OVER, ABSENT, CAPPED, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, UNNAMED,
+from rag.gate import (ACROSS, ABSENT, CAPPED, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, UNNAMED,
                       UNSUPPORTED, WORDLESS, WORDS, Gated, SupportRule)
 from rag.lexical import LANGUAGE_NAMES
 from rag.search import Candidate
@@ -218,13 +218,6 @@ def passage_text(gated: Gated, c: Candidate) -> str:
         ahead = sum(1 for v in gated.verdicts if v == KEPT)
         return (f"Its chunk passed the threshold (distance {c.distance:.3f} ≤ {gated.threshold:.3f}) but came at "
                 f"fused rank {c.fused_rank}, after the {ahead} chunks the cap of {gated.max_chunks} allows.")
-    if verdict == ACROSS_OVER:
-        why = (f"its multilingual distance {c.side_distance:.3f} is over the cut of {gated.across_cut:.3f}"
-               if c.side_distance is not None and c.side_distance > gated.across_cut + 1e-9 else
-               f"it does not mention {', '.join(c.absent_names or c.lacks_names)}, which the question names"
-               if c.absent_names or c.lacks_names else "the question has no word of its own")
-        return (f"It is written in {LANGUAGE_NAMES.get(c.lang, c.lang)}, another language than the question's, so "
-                f"the multilingual side judged it (its cut is the calibrated one, or the threshold where lower), and {why}.")
     if verdict == JUDGED_OUT:
         score = "it did not read it" if c.judge is None else f"its score is {c.judge:.2f}"
         return (f"{close}, but the judge, which reads the question and the passage together, found it does not "

@@ -65,7 +65,6 @@ OVER = "over threshold"
 UNSUPPORTED = "lacks the question's words"
 OFF_SUBJECT = "lacks the earlier question's subject"
 JUDGED_OUT = "judged not to answer"
-ACROSS_OVER = "another language, over the multilingual cut"
 
 # Names the version of the tests below: a change to them recalibrates every folder (part of the calibration's
 # fingerprint), since the calibrated threshold is chosen with them.
@@ -219,13 +218,16 @@ class SupportRule:
         return self.needed(c.distance, c.unknown_names)
 
     def needed_distance(self, c: Candidate) -> float:
-        """The threshold at which `c` passes the distance test: its cosine distance, or for a passage in
-        another language its multilingual distance (the threshold bounds its cut)."""
-        return c.side_distance if self.reads_across(c) else c.distance
+        """The threshold at which `c` passes: its cosine distance, or for a passage in another language that
+        passes the multilingual test, its multilingual distance (the threshold bounds its cut)."""
+        return c.side_distance if self.reads_across(c) and self.across_passes(c) else c.distance
 
     def passes(self, c: Candidate) -> bool:
-        if self.reads_across(c):
-            return self.across_passes(c)
+        """The support test; a passage in another language also passes when the multilingual test does."""
+        return (self.reads_across(c) and self.across_passes(c)) or self.words_pass(c)
+
+    def words_pass(self, c: Candidate) -> bool:
+        """The support test proper (the question's words, or the judge), whatever the passage's language."""
         if self.judging:
             return self.words_hold(c) and (self.judge_passes(c) or ("codes" in self.judge_rules and bool(c.codes)))
         # Both are part of the support test: with none (min_support 0, `NO_SUPPORT_TEST`) neither applies.
@@ -260,7 +262,7 @@ class SupportRule:
     def holds_in_full(self, c: Candidate) -> bool:
         """It holds the full share of the question's words (or a code it names), not only a close
         paraphrase's."""
-        if self.judging or self.reads_across(c):
+        if self.judging or (self.reads_across(c) and self.across_passes(c)):
             return self.passes(c)  # the judge (or the multilingual side) read it whole: no paraphrase caution
         return bool(c.codes) or c.support + 1e-9 >= self.min_support
 
@@ -392,12 +394,12 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
     with the data rag.explain words it with."""
     verdicts, kept = [], []
     for c in result.candidates:
-        across = rule.reads_across(c)  # judged by its multilingual distance, not by the threshold
-        if across and not rule.across_passes(c, threshold):
-            verdicts.append(ACROSS_OVER)
-        elif not across and c.distance > threshold:
+        # A passage in another language is evidence when its multilingual distance passes (under the cut and
+        # the threshold); if it does not, the tests every passage gets still may (a code it holds).
+        across = rule.reads_across(c) and rule.across_passes(c, threshold)
+        if not across and c.distance > threshold:
             verdicts.append(OVER)
-        elif not across and not rule.passes(c):
+        elif not across and not rule.words_pass(c):
             if rule.judging:
                 off = "subject" in rule.judge_rules and rule.off_subject(c)
                 verdicts.append(JUDGED_OUT if rule.words_hold(c) else OFF_SUBJECT if off else UNSUPPORTED)
@@ -426,7 +428,8 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
             failed = DISTANCE
             if result.absent_names:  # nor would any threshold let a passage through
                 because, data = ABSENT, {"names": result.absent_names}  # the header says so too
-            elif all(rule.reads_across(c) for c in result.candidates):
+            elif all(rule.reads_across(c) for c in result.candidates) and not any(
+                    rule.words_pass(c) for c in result.candidates):
                 because, data = ACROSS, {"across_best": min(c.side_distance for c in result.candidates),
                                          "language": result.language,
                                          "near_languages": tuple(c.lang for c in result.candidates)}

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from rag.explain import explain
-from rag.gate import (ACROSS, ACROSS_OVER, ABSENT, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, SUPPORT,
+from rag.gate import (ACROSS, ABSENT, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, SUPPORT,
                       UNNAMED, UNSUPPORTED, WORDLESS, WORDS, SupportRule, gate)
 from tests.unit.made import result, row
 
@@ -117,7 +117,7 @@ def test_a_passage_in_another_language_is_judged_by_its_multilingual_distance_al
     g = gate(result(across(1, 0.50), across(2, 0.60), row(3, 0.95, support=1.0)), 0.8, 4, ACROSS_RULE)
     # The first is kept though it is far by MiniLM and holds no word; the second is over the cut; the third, in
     # the question's language, is judged by the threshold as ever.
-    assert g.verdicts == [KEPT, ACROSS_OVER, OVER]
+    assert g.verdicts == [KEPT, OVER, OVER]  # row 2: over the cut, and the threshold judges it as any other
     # The lowest threshold that lets a passage through is row 1's multilingual distance (it bounds the cut).
     assert g.closest_supported.chunk_id == "c1" and g.needed_threshold == 0.50
     refused = gate(result(across(1, 0.50), row(3, 0.95, support=1.0)), 0.3, 4, ACROSS_RULE)
@@ -129,16 +129,22 @@ def test_a_passage_in_another_language_is_judged_by_its_multilingual_distance_al
                                     {"wordless": True}])
 def test_across_languages_the_name_tests_still_hold(fields):
     g = gate(result(across(1, 0.40, **fields)), 0.8, 4, ACROSS_RULE)
-    assert g.verdicts == [ACROSS_OVER] and g.failed
+    assert g.verdicts == [OVER] and g.failed
 
 
 def test_a_threshold_under_the_multilingual_cut_lowers_it_and_at_zero_nothing_passes():
     rows = result(across(1, 0.50), across(2, 0.30))
     assert gate(rows, 0.8, 4, ACROSS_RULE).verdicts == [KEPT, KEPT]  # the calibrated cut, 0.55, decides
     low = gate(rows, 0.4, 4, ACROSS_RULE)
-    assert low.verdicts == [ACROSS_OVER, KEPT] and low.across_cut == 0.4
+    assert low.verdicts == [OVER, KEPT] and low.across_cut == 0.4
     none = gate(rows, 0.0, 4, ACROSS_RULE)
-    assert set(none.verdicts) == {ACROSS_OVER} and none.because == ACROSS and "need 0.000 or less" in none.refusal
+    assert set(none.verdicts) == {OVER} and none.because == ACROSS and "need 0.000 or less" in none.refusal
+
+
+def test_a_passage_in_another_language_holding_a_code_passes_as_ever():
+    # "o erro ERR-3001 resolve-se como?" of an English table row: the code, written alike in every language.
+    g = gate(result(across(1, 0.70, distance=0.7, codes=("err-3001",))), 0.8, 4, ACROSS_RULE)
+    assert g.verdicts == [KEPT]
 
 
 def test_without_a_multilingual_cut_a_passage_in_another_language_is_judged_as_any_other():
