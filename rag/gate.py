@@ -29,8 +29,9 @@ A passage that holds a code the question names (`codes`: "ERR-4017") passes the 
 it lacks; it still needs the distance test.
 
 A passage in another language than the question's (`Candidate.across`, found by the multilingual side)
-is judged by neither test: MiniLM's distance across languages and the share of the question's words say
-nothing of it. It is evidence when its multilingual distance is at or under `SupportRule.across_cut`
+is hardly served by either test: MiniLM's distance across languages and the share of the question's words say
+little of it. So it is also evidence (besides passing both, as a code it holds may make it) when its
+multilingual distance is at or under `SupportRule.across_cut`
 (calibrated per folder and question language on the unrelated questions, as the threshold is) and under
 the threshold too (the slider stays the one control of strictness: set under the cut, it lowers it; at 0
 nothing passes), and the name tests hold (a name is written alike in every language).
