@@ -311,7 +311,8 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     `rag.evidence.analyze_question`)."""
     query = query or question
     n = settings.candidates
-    weights = weights or {"dense": settings.dense_weight, "bm25": settings.bm25_weight}
+    weights = weights or {"dense": settings.dense_weight, "bm25": settings.bm25_weight,
+                          "multilingual": settings.multilingual_weight_read}
     language = question_language(question, snapshot.languages)
     t = time.perf_counter()
     timings: dict[str, float] = {}
