@@ -56,6 +56,10 @@ from rag.indexer import doc_id_for  # noqa: E402,F401
 from rag.uploads import UploadConflict, UploadError, safe_name  # noqa: E402,F401
 
 
+# The unrelated questions' multilingual vectors, by model name (`Engine._calibration_side_vectors`).
+_UNRELATED_SIDE: dict[str, dict[str, np.ndarray]] = {}
+
+
 @dataclass(frozen=True)
 class ThresholdChoice:
     """The threshold a question gets, and where it came from (for the screen)."""
@@ -108,7 +112,6 @@ class Engine:
         self.judge: Judge | None = self._load_judge()
         # The multilingual side (rag.multilingual), None when it is off.
         self.side: MultilingualEmbedder | None = load_multilingual() if settings.multilingual else None
-        self._unrelated_side: dict[str, np.ndarray] | None = None
         # The write-group size is read from this module when the engine opens, so a caller that sets
         # `rag.engine.EMBED_GROUP` first (crash and queue tests do, for small write groups) gets it.
         self.indexer = Indexer(settings, self.embedder, self.strategy, after_change=self._after_change,
@@ -408,10 +411,11 @@ class Engine:
         """The unrelated questions' multilingual vectors by question ({} when the side is off): once per process."""
         if self.side is None:
             return {}
-        if self._unrelated_side is None:
+        # They depend only on the model and the shipped questions: embedded once per process, not per engine.
+        if self.side.name not in _UNRELATED_SIDE:
             questions = [q for lang in CALIBRATED_LANGUAGES for _, q in unrelated_questions(lang)]
-            self._unrelated_side = dict(zip(questions, self.side.embed_batch(questions)))
-        return self._unrelated_side
+            _UNRELATED_SIDE[self.side.name] = dict(zip(questions, self.side.embed_batch(questions)))
+        return _UNRELATED_SIDE[self.side.name]
 
     def threshold_choice(self, question: str, given: float | None = None, lang: str | None = None) -> ThresholdChoice:
         """The threshold for `question`, first of: `given` (the slider moved, `--threshold`); the person's
