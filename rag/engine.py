@@ -95,7 +95,10 @@ class LibraryStats:
 
 
 class Engine:
-    def __init__(self, settings: Settings, embedder: Embedder | None = None):
+    def __init__(self, settings: Settings, embedder: Embedder | None = None,
+                 side: MultilingualEmbedder | None = None):
+        """`embedder`, `side`: models already loaded (the bench passes stand-ins to build large indexes fast);
+        by default the settings' model and, when `multilingual` is on, the multilingual side."""
         self.settings = settings
         self.folder = Path(settings.folder)
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -111,7 +114,7 @@ class Engine:
         self.judge_error = ""  # why the judge could not be loaded ("" when it was, or is off)
         self.judge: Judge | None = self._load_judge()
         # The multilingual side (rag.multilingual), None when it is off.
-        self.side: MultilingualEmbedder | None = load_multilingual() if settings.multilingual else None
+        self.side: MultilingualEmbedder | None = (side or load_multilingual()) if settings.multilingual else None
         # The write-group size is read from this module when the engine opens, so a caller that sets
         # `rag.engine.EMBED_GROUP` first (crash and queue tests do, for small write groups) gets it.
         self.indexer = Indexer(settings, self.embedder, self.strategy, after_change=self._after_change,

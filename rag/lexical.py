@@ -169,13 +169,8 @@ class LexicalIndex:
         return cls(present, len(texts), bm25)
 
     def scores(self, question: str, mask: np.ndarray | None = None) -> np.ndarray:
-        if self._bm25 is None:
-            return np.zeros(self.size, dtype=np.float32)
-        tokens = [t for t in analyze_query(question, self.languages) if t in self._bm25.vocab_dict]
-        if not tokens:
-            return np.zeros(self.size, dtype=np.float32)
-        scores = np.asarray(self._bm25.get_scores(tokens), dtype=np.float32)
-        return scores * mask if mask is not None else scores
+        tokens = analyze_query(question, self.languages) if self._bm25 is not None else []
+        return self.weighted_scores(dict.fromkeys(tokens, 1.0), mask)
 
     def support(self, position: int, terms: Sequence[str], lang: str,
                 held: Collection[str] = ()) -> tuple[float, tuple[str, ...]]:
@@ -286,17 +281,26 @@ class LexicalIndex:
         if j is None:
             return False
         sc = self._bm25.scores
-        return bool(np.any(sc["indices"][sc["indptr"][j]:sc["indptr"][j + 1]] == position))
+        rows = sc["indices"][sc["indptr"][j]:sc["indptr"][j + 1]]  # sorted: bm25s orders each token's chunks
+        k = int(np.searchsorted(rows, position))
+        return k < rows.size and int(rows[k]) == position
 
     def weighted_scores(self, weights: Mapping[str, float], mask: np.ndarray | None = None) -> np.ndarray:
         """BM25 of a weighted bag of analysed tokens: sum over tokens of weight * the token's BM25 score
-        (`scores` is the case where every token of a question weighs 1). Unknown tokens add nothing."""
-        out = np.zeros(self.size, dtype=np.float32)
-        if self._bm25 is None:
-            return out
-        for token, w in weights.items():
-            if w and token in self._bm25.vocab_dict:
-                out += np.float32(w) * np.asarray(self._bm25.get_scores([token]), dtype=np.float32)
+        (`scores` is the case where every token of a question weighs 1). Unknown tokens add nothing.
+
+        Read straight off bm25s's index (per token, the chunks holding it and their precomputed scores): one
+        `bincount` over the query tokens' postings, not one pass over every chunk per token.
+        """
+        vocab = self._bm25.vocab_dict if self._bm25 is not None else {}
+        ids = [(vocab[t], w) for t, w in weights.items() if w and t in vocab]
+        if not ids:
+            return np.zeros(self.size, dtype=np.float32)
+        sc = self._bm25.scores
+        indptr, indices, data = sc["indptr"], sc["indices"], sc["data"]
+        rows = np.concatenate([indices[indptr[j]:indptr[j + 1]] for j, _ in ids])
+        vals = np.concatenate([data[indptr[j]:indptr[j + 1]] * np.float32(w) for j, w in ids])
+        out = np.bincount(rows, weights=vals, minlength=self.size).astype(np.float32)
         return out * mask if mask is not None else out
 
     def top(self, question: str | Mapping[str, float], n: int,

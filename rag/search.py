@@ -198,16 +198,21 @@ class Snapshot:
 
     @classmethod
     def build(cls, chunks: list[StoredChunk], docs: dict[str, tuple[str, str, str]], settings: Settings,
-              tokens: Sequence[list[str]] | None = None, versions: dict[str, str] | None = None) -> "Snapshot":
+              tokens: Sequence[list[str]] | None = None, versions: dict[str, str] | None = None,
+              vectors: np.ndarray | None = None, side_vectors: np.ndarray | None = None) -> "Snapshot":
+        """`vectors`, `side_vectors`: each side's matrix, row i chunks[i]'s (the indexer's, so each vector is
+        held once); by default stacked from the chunks' own `vector` and `side`."""
         if tokens is None:
             tokens = [analyze(c.text, c.meta.get("lang", "")) for c in chunks]
         lexical = LexicalIndex.build([c.text for c in chunks], [c.meta.get("lang", "") for c in chunks],
                                      k1=settings.bm25_k1, b=settings.bm25_b, tokens=tokens)
-        vectors = np.stack([c.vector for c in chunks]) if chunks else np.zeros((0, 0), dtype=np.float32)
-        sided = bool(chunks) and all(c.side is not None for c in chunks)
+        if vectors is None:
+            vectors = np.stack([c.vector for c in chunks]) if chunks else np.zeros((0, 0), dtype=np.float32)
+        if side_vectors is None and chunks and all(c.side is not None for c in chunks):
+            side_vectors = np.stack([c.side for c in chunks])
         return cls(chunks, lexical, docs, {c.id: i for i, c in enumerate(chunks)},
                    np.array([c.doc_id for c in chunks], dtype=object), vectors,
-                   np.stack([c.side for c in chunks]) if sided else None, list(tokens), dict(versions or {}))
+                   side_vectors if chunks else None, list(tokens), dict(versions or {}))
 
 
 def dense_top(snapshot: Snapshot, qv: np.ndarray, n: int, mask: np.ndarray | None = None,
@@ -280,13 +285,19 @@ def _across(snapshot: Snapshot, ids: Sequence[str], language: str) -> set[str]:
     return {cid for cid in ids if snapshot.chunks[snapshot.pos[cid]].meta.get("lang", "") not in ("", language)}
 
 
+@functools.lru_cache(maxsize=100_000)
+def _word_tokens(word: str, lang: str) -> tuple[str, ...]:
+    """One written word's index tokens (cached: the same passages' words are read for every question)."""
+    return tuple(analyze(word, lang))
+
+
 def _as_written(tokens: Sequence[str], chunks: Sequence[StoredChunk]) -> tuple[str, ...]:
     """Each analysed token as the passages first write it ("nutrit" -> "nutrition"), for the table's note."""
     wanted, seen = set(tokens), {}
     for chunk in chunks:
         lang = chunk.meta.get("lang", "") or "en"
         for word in re.findall(r"\w+", chunk.text):
-            for t in analyze(word, lang):
+            for t in _word_tokens(word, lang):
                 if t in wanted:
                     seen.setdefault(t, word.lower())
             if len(seen) == len(wanted):

@@ -23,6 +23,10 @@ from rag.chunk import Chunk
 from rag.settings import Settings
 
 MAX_BATCH = 5000  # under Chroma's maximum batch (5461)
+# Rows per read of the whole collection: Chroma's reply for a page is held whole, in Python objects, while it
+# is read (measured at 10,000 chunks: 200 MB for one page of every metadata, 60 MB in pages of 500); a
+# smaller page costs more round trips, a larger one a higher peak.
+PAGE = 1000
 
 
 @dataclass(frozen=True)
@@ -120,12 +124,13 @@ class ChunkStore:
             self._call(self.collection.upsert, ids=list(ids[i:i + MAX_BATCH]), embeddings=vectors[i:i + MAX_BATCH],
                        metadatas=[{"doc_id": d} for d in doc_ids[i:i + MAX_BATCH]])
 
-    def all_vectors(self, page: int = 5000) -> dict[str, np.ndarray]:
+    def all_vectors(self, page: int = PAGE) -> dict[str, np.ndarray]:
         """Every vector in the collection, by chunk id."""
         out, offset = {}, 0
         while True:
             got = self._call(self.collection.get, include=["embeddings"], limit=page, offset=offset)
-            out.update((cid, np.asarray(v, dtype=np.float32)) for cid, v in zip(got["ids"], got["embeddings"]))
+            if got["ids"]:
+                out.update(zip(got["ids"], np.asarray(got["embeddings"], dtype=np.float32)))
             if len(got["ids"]) < page:
                 return out
             offset += page
@@ -161,20 +166,20 @@ class ChunkStore:
     def count(self) -> int:
         return self._call(self.collection.count)
 
-    def all_chunks(self, page: int = 5000, vectors: bool = False) -> Iterable[StoredChunk]:
+    def all_chunks(self, page: int = PAGE, vectors: bool = False) -> Iterable[StoredChunk]:
         offset = 0
         include = ["documents", "metadatas"] + (["embeddings"] if vectors else [])
         while True:
             got = self._call(self.collection.get, include=include, limit=page, offset=offset)
-            vecs = got["embeddings"] if vectors else [None] * len(got["ids"])
+            vecs = (np.asarray(got["embeddings"], dtype=np.float32) if vectors and got["ids"]
+                    else [None] * len(got["ids"]))
             for cid, text, meta, vec in zip(got["ids"], got["documents"], got["metadatas"], vecs):
-                yield StoredChunk(cid, meta["doc_id"], text, meta,
-                                  None if vec is None else np.asarray(vec, dtype=np.float32))
+                yield StoredChunk(cid, meta["doc_id"], text, meta, vec)
             if len(got["ids"]) < page:
                 return
             offset += page
 
-    def doc_ids(self, page: int = 20000) -> set[str]:
+    def doc_ids(self, page: int = PAGE) -> set[str]:
         """Every document id that has chunks in the store (metadata only: cheap enough for each sync)."""
         out, offset = set(), 0
         while True:
@@ -184,7 +189,7 @@ class ChunkStore:
                 return out
             offset += page
 
-    def chunk_counts(self, page: int = 20000) -> dict[str, int]:
+    def chunk_counts(self, page: int = PAGE) -> dict[str, int]:
         """Chunks per document id in the store (metadata only, as `doc_ids`)."""
         out: dict[str, int] = {}
         offset = 0

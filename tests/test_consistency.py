@@ -135,7 +135,7 @@ def test_search_during_reindex_reads_one_state(make_engine, tmp_path, embedder):
 
 
 def _brute_force(snapshot: Snapshot, qv: np.ndarray, n: int, doc_ids=None) -> list[tuple[str, float]]:
-    rows = [(1.0 - float(np.dot(np.asarray(c.vector, dtype=np.float64), np.asarray(qv, dtype=np.float64))), i)
+    rows = [(1.0 - float(np.dot(np.asarray(snapshot.vectors[i], dtype=np.float64), np.asarray(qv, dtype=np.float64))), i)
             for i, c in enumerate(snapshot.chunks) if doc_ids is None or c.doc_id in doc_ids]
     rows.sort()  # by distance, then by snapshot row: the stable tie order
     return [(snapshot.chunks[i].id, d) for d, i in rows[:n]]
@@ -168,7 +168,7 @@ def test_dense_side_is_an_exact_scan_of_the_snapshot(make_engine, tmp_path, embe
             if c.dense_rank and c.fused_rank <= result.kept_first:
                 assert abs(c.distance - expected[c.dense_rank - 1][1]) < 1e-5
             # BM25-only ones too: every distance comes from the same snapshot's vectors
-            v = snapshot.chunks[snapshot.pos[c.chunk_id]].vector
+            v = snapshot.vectors[snapshot.pos[c.chunk_id]]
             assert abs(c.distance - (1.0 - float(np.dot(v, qv)))) < 1e-5
             assert doc_ids is None or c.doc_id in doc_ids
         rows, _ = dense_top(snapshot, qv, 8, None if doc_ids is None else np.isin(snapshot.doc_of, doc_ids))
@@ -187,8 +187,8 @@ def test_dense_ties_keep_snapshot_order(make_engine, tmp_path, embedder):
     # The same vectors three times over, under different ids: equal distances, ranked in snapshot order.
     from rag.store import StoredChunk
 
-    chunks = [StoredChunk(f"{c.id}#{k}", f"{c.doc_id}-{k}", c.text, c.meta, c.vector) for k in range(3) for c in base]
-    snap = Snapshot.build(chunks, {}, engine.settings)
+    chunks = [StoredChunk(f"{c.id}#{k}", f"{c.doc_id}-{k}", c.text, c.meta) for k in range(3) for c in base]
+    snap = Snapshot.build(chunks, {}, engine.settings, vectors=np.concatenate([engine.snapshot.vectors] * 3))
     qv = embedder.embed_batch([QUERY])[0]
     n = 3 * (len(base) // 2) + 1  # the cut falls inside a group of three ties
     rows, dist = dense_top(snap, qv, n)

@@ -80,7 +80,8 @@ def test_the_sides_vectors_follow_their_chunks(mixed):
     assert set(side_store.all_vectors()) == ids
     model = load_multilingual()
     rent = next(c for c in mixed.snapshot.chunks if "2.300 reais" in c.text)
-    assert np.allclose(rent.side, model.embed_batch([rent.text])[0], atol=1e-4)
+    side = mixed.snapshot.side_vectors[mixed.snapshot.pos[rent.id]]
+    assert np.allclose(side, model.embed_batch([rent.text])[0], atol=1e-4)
     doc = mixed.document("contrato.md")
     mixed.remove(doc.doc_id)
     assert set(side_store.all_vectors()) == {c.id for c in mixed.snapshot.chunks} and len(ids) > len(mixed.snapshot.chunks)

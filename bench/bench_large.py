@@ -1,0 +1,251 @@
+"""Large folders: what one app process holds, and how long a search takes beyond the query's embeddings, at
+10,000 and 100,000 passages (issue 36).
+
+    .venv/bin/python bench/bench_large.py --sizes 10000 100000        # builds each index once, then measures
+    .venv/bin/python bench/bench_large.py --sizes 100000 --queries 200 --rebuild
+
+Building 100,000 passages with the real models takes about 40 minutes here (MiniLM and the multilingual side
+embed ~20 ms a passage together), so the index is built with stand-in embedders: each word gets a fixed
+random vector (seeded by the word) and a passage the unit mean of its words' vectors, 384 dimensions for
+MiniLM's place, 512 for the multilingual side's. Everything else is the app's own: the synthetic Markdown
+folder of bench/bench_engine.py, extraction, chunking, Chroma on disk, the library, BM25. A search beyond
+the query's embeddings does not depend on what the vectors mean, only on how many there are and how many
+dimensions they have; passages that share words are close, as with a real model, so the rankings are not
+noise. The built index is kept in bench/out/large-N and reused (`--rebuild` to build it again).
+
+Each size is measured in a fresh process: the real MiniLM and multilingual models are loaded first (so the
+resident set counts them, as the app's does), then an Engine opens the index with the stand-ins (the app's
+start: the library, Chroma, the snapshot), and 200 questions from the folder's vocabulary are searched.
+Printed: the resident set after each step, a breakdown of what the snapshot holds (exact byte counts of
+arrays and Python objects), and the per-stage latencies (median / p95, ms). Nothing is asserted: read it
+beside the docs' table (docs/benchmarks.md "Large folders").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+OUT = ROOT / "bench" / "out"
+
+
+class HashModel:
+    """A stand-in sentence encoder: the unit mean of each word's fixed random vector (see the docstring)."""
+
+    def __init__(self, dimension: int, tokenizer=None):
+        self.dimension, self.tokenizer, self._words = dimension, tokenizer, {}
+
+    def _word(self, w: str) -> np.ndarray:
+        v = self._words.get(w)
+        if v is None:
+            v = self._words[w] = np.random.default_rng(zlib.crc32(w.encode())).standard_normal(self.dimension)
+        return v
+
+    def encode(self, texts, **_kw) -> np.ndarray:
+        import re
+
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for i, t in enumerate(texts):
+            words = re.findall(r"\w+", t.lower()) or ["empty"]
+            v = np.sum([self._word(w) for w in words], axis=0)
+            out[i] = v / (np.linalg.norm(v) or 1.0)
+        return out
+
+
+def stand_ins():
+    """(embedder, side): the real classes around `HashModel`, named so their collections are their own."""
+    import dataclasses
+
+    import rag
+    from rag.multilingual import MultilingualEmbedder
+
+    real = rag.load_embedder()
+    embedder = dataclasses.replace(real, name="bench-hash-384", _model=HashModel(384, real._model.tokenizer))
+    side = MultilingualEmbedder(name="bench-hash-512", dimension=512, _model=HashModel(512))
+    return embedder, side
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def build(size: int, rebuild: bool) -> dict:
+    from bench_engine import write_corpus
+
+    from rag import Engine, load_settings
+
+    root = OUT / f"large-{size}"
+    if (root / "built.json").is_file() and not rebuild:
+        return json.loads((root / "built.json").read_text())
+    shutil.rmtree(root, ignore_errors=True)
+    write_corpus(root / "docs", size)
+    embedder, side = stand_ins()
+    engine = Engine(load_settings(env={}, folder=root / "docs", index_dir=root / "index"), embedder=embedder, side=side)
+    t = time.perf_counter()
+    report = engine.sync()
+    info = {"size": size, "chunks": len(engine.snapshot.chunks), "build_s": time.perf_counter() - t,
+            "embedded": report.embedded}
+    engine.close()
+    (root / "built.json").write_text(json.dumps(info))
+    return info
+
+
+def _size(obj) -> int:
+    return sys.getsizeof(obj)
+
+
+def breakdown(engine) -> dict[str, float]:
+    """Bytes (MB) of what the snapshot and the indexer hold, counted object by object."""
+    snap, mb = engine.snapshot, 1 / 2**20
+    chunks = snap.chunks
+    out = {
+        "passages": len(chunks),
+        "vectors (snapshot matrix)": (snap.vectors.nbytes if snap.vectors is not None else 0) * mb,
+        "multilingual vectors (snapshot matrix)": (snap.side_vectors.nbytes if snap.side_vectors is not None else 0) * mb,
+        "vectors kept per passage as well": sum(_size(c.vector) for c in chunks if c.vector is not None) * mb
+        + sum(_size(c.side) for c in chunks if getattr(c, "side", None) is not None) * mb,
+        "texts": sum(_size(c.text) for c in chunks) * mb,
+        "metadata": sum(_size(c.meta) + sum(_size(v) for v in c.meta.values()) for c in chunks) * mb,
+        "passage objects": sum(_size(c) + _size(c.id) + _size(c.doc_id) for c in chunks) * mb,
+        "ids to rows": (_size(snap.pos) + (snap.doc_of.nbytes if snap.doc_of is not None else 0)) * mb,
+    }
+    if snap.tokens is not None:
+        out["tokens (lists)"] = sum(_size(t) for t in snap.tokens) * mb
+    cache = getattr(engine.indexer, "_tokens", None)
+    if cache:
+        out["tokens cache (keys)"] = (_size(cache) + sum(_size(k) for k in cache)) * mb
+    bm25 = snap.lexical._bm25
+    if bm25 is not None:
+        arrays = sum(a.nbytes for a in bm25.scores.values() if hasattr(a, "nbytes"))
+        vocab = _size(bm25.vocab_dict) + sum(_size(k) for k in bm25.vocab_dict)
+        out["BM25 index (arrays)"] = arrays * mb
+        out["BM25 vocabulary"] = vocab * mb
+    return out
+
+
+WORDS = None
+
+
+def questions(n: int, seed: int = 11) -> list[str]:
+    from bench_engine import WORDS as words
+
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(words) for _ in range(rng.randint(3, 8))) + "?" for _ in range(n)]
+
+
+def measure(size: int, queries: int) -> dict:
+    import rag
+    from rag import Engine, gate, load_settings
+    from rag.multilingual import load_multilingual
+
+    steps = {"start": rss_mb()}
+    real = rag.load_embedder()
+    real.embed_batch(["warm up"])
+    load_multilingual().embed_batch(["warm up"])
+    steps["models loaded"] = rss_mb()
+    embedder, side = stand_ins()
+    root = OUT / f"large-{size}"
+    settings = load_settings(env={}, folder=root / "docs", index_dir=root / "index")
+    t = time.perf_counter()
+    engine = Engine(settings, embedder=embedder, side=side)
+    open_s = time.perf_counter() - t
+    steps["index opened (snapshot built)"] = rss_mb()
+    parts = breakdown(engine)
+    qs = questions(queries)
+    for q in qs[:5]:
+        engine.search(q)
+    stages: dict[str, list[float]] = {}
+    beyond = []
+    for q in qs:
+        r = engine.search(q)
+        t = time.perf_counter()
+        gate(r, 0.675, 4)
+        r.timings_ms["gate"] = (time.perf_counter() - t) * 1000
+        for k, v in r.timings_ms.items():
+            stages.setdefault(k, []).append(v)
+        beyond.append(sum(v for k, v in r.timings_ms.items() if k not in ("embed", "multilingual embed")))
+    steps["after the searches"] = rss_mb()
+    top20 = {q: [c.chunk_id for c in engine.search(q).candidates[:20]] for q in qs[:50]}
+    engine.close()
+    return {
+        "size": size, "chunks": parts["passages"], "open_s": open_s, "rss_mb": steps, "peak_mb": peak_mb(),
+        "breakdown_mb": parts,
+        "stages": {k: {"median": statistics.median(v), "p95": float(np.percentile(v, 95))} for k, v in stages.items()},
+        "beyond": {"median": statistics.median(beyond), "p95": float(np.percentile(beyond, 95))},
+        "top20": top20,
+    }
+
+
+def child(args) -> None:
+    if args.child == "build":
+        print(json.dumps(build(args.size, args.rebuild)))
+    else:
+        print(json.dumps(measure(args.size, args.queries)))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10000, 100000])
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--rebuild", action="store_true")
+    ap.add_argument("--label", default="", help="a name for this run's output file (bench/out/large-LABEL.json)")
+    ap.add_argument("--child", choices=("build", "measure"), help=argparse.SUPPRESS)
+    ap.add_argument("--size", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return child(args)
+    OUT.mkdir(exist_ok=True)
+    rows = []
+    for size in args.sizes:
+        run = lambda what, *extra: json.loads(subprocess.run(  # noqa: E731
+            [sys.executable, __file__, "--child", what, "--size", str(size), "--queries", str(args.queries), *extra],
+            check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
+        built = run("build", *(["--rebuild"] if args.rebuild else []))
+        row = run("measure")
+        row["built"] = built
+        rows.append(row)
+    machine = f"{platform.machine()}, Python {platform.python_version()}"
+    name = OUT / f"large{'-' + args.label if args.label else ''}.json"
+    name.write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
+    print(f"machine: {machine}; {args.queries} questions a size; written to {name.relative_to(ROOT)}\n")
+    for r in rows:
+        print(f"## {r['chunks']:,} passages (opened in {r['open_s']:.1f} s; built in {r['built']['build_s']:.0f} s)\n")
+        print("| resident set | MB |\n|---|---:|")
+        for k, v in r["rss_mb"].items():
+            print(f"| {k} | {v:,.0f} |")
+        print(f"| peak | {r['peak_mb']:,.0f} |\n")
+        print("| held by the snapshot and indexer | MB |\n|---|---:|")
+        for k, v in r["breakdown_mb"].items():
+            if k != "passages":
+                print(f"| {k} | {v:,.1f} |")
+        print("\n| stage | median ms | p95 ms |\n|---|---:|---:|")
+        for k, v in r["stages"].items():
+            print(f"| {k} | {v['median']:.2f} | {v['p95']:.2f} |")
+        print(f"| **beyond the embeddings** | **{r['beyond']['median']:.2f}** | **{r['beyond']['p95']:.2f}** |\n")
+
+
+if __name__ == "__main__":
+    main()
