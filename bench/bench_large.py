@@ -81,6 +81,38 @@ def stand_ins():
     return embedder, side
 
 
+SYLLABLES = "ba be bi bo bu da de di do du ka ke ki ko ku la le li lo lu ma me mi mo mu na ne ni no nu ra re ri ro ru sa se si so su ta te ti to tu".split()
+
+
+def zipf_vocabulary(size: int = 20_000, seed: int = 3) -> list[str]:
+    rng = random.Random(seed)
+    words: dict[str, None] = {}
+    while len(words) < size:
+        words["".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4)))] = None
+    return list(words)
+
+
+def write_zipf_corpus(folder: Path, chunks: int, seed: int = 7, topics: int = 500) -> None:
+    """Passages on topics, as a real folder's are: 20,000 words with Zipf frequencies (s = 1.1); each
+    document has a topic (one of 500, each favouring 200 words), and a paragraph draws 60% of its words from
+    its topic, the rest from the whole vocabulary."""
+    rng = np.random.default_rng(seed)
+    vocab = zipf_vocabulary()
+    p = 1.0 / np.arange(1, len(vocab) + 1) ** 1.1
+    p /= p.sum()
+    topic_words = [rng.choice(len(vocab), 200, replace=False, p=p) for _ in range(topics)]
+    folder.mkdir(parents=True)
+    for d in range(chunks // 10):
+        words = topic_words[int(rng.integers(topics))]
+        parts = [f"# Document {d}\n"]
+        for sec in range(10):
+            n = int(rng.integers(60, 80))
+            own = rng.random(n) < 0.6
+            picks = np.where(own, words[rng.integers(len(words), size=n)], rng.choice(len(vocab), n, p=p))
+            parts.append(f"## Section {sec}\n\n" + " ".join(vocab[i] for i in picks).capitalize() + ".\n")
+        (folder / f"doc-{d:05d}.md").write_text("\n".join(parts), encoding="utf-8")
+
+
 def rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -92,16 +124,20 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def build(size: int, rebuild: bool) -> dict:
+def root_of(size: int, corpus: str) -> Path:
+    return OUT / (f"large-{size}" if corpus == "small" else f"large-{corpus}-{size}")
+
+
+def build(size: int, rebuild: bool, corpus: str = "small") -> dict:
     from bench_engine import write_corpus
 
     from rag import Engine, load_settings
 
-    root = OUT / f"large-{size}"
+    root = root_of(size, corpus)
     if (root / "built.json").is_file() and not rebuild:
         return json.loads((root / "built.json").read_text())
     shutil.rmtree(root, ignore_errors=True)
-    write_corpus(root / "docs", size)
+    (write_corpus if corpus == "small" else write_zipf_corpus)(root / "docs", size)
     embedder, side = stand_ins()
     engine = Engine(load_settings(env={}, folder=root / "docs", index_dir=root / "index"), embedder=embedder, side=side)
     t = time.perf_counter()
@@ -149,14 +185,21 @@ def breakdown(engine) -> dict[str, float]:
 WORDS = None
 
 
-def questions(n: int, seed: int = 11) -> list[str]:
+def questions(n: int, seed: int = 11, corpus: str = "small", size: int = 0) -> list[str]:
+    """Questions of 3 to 8 words: from the small vocabulary, or from the words of a passage of the folder's
+    first 1,000 documents (zipf: the same documents at every size)."""
     from bench_engine import WORDS as words
 
     rng = random.Random(seed)
+    if corpus != "small":
+        files = sorted((root_of(size, corpus) / "docs").glob("*.md"))[:1000]
+        texts = [p.read_text(encoding="utf-8").split("\n\n")[1] for p in files]
+        return [" ".join(rng.sample(rng.choice(texts).rstrip(".\n").split(), rng.randint(3, 8))) + "?"
+                for _ in range(n)]
     return [" ".join(rng.choice(words) for _ in range(rng.randint(3, 8))) + "?" for _ in range(n)]
 
 
-def measure(size: int, queries: int) -> dict:
+def measure(size: int, queries: int, corpus: str = "small") -> dict:
     import rag
     from rag import Engine, gate, load_settings
     from rag.multilingual import load_multilingual
@@ -167,14 +210,18 @@ def measure(size: int, queries: int) -> dict:
     load_multilingual().embed_batch(["warm up"])
     steps["models loaded"] = rss_mb()
     embedder, side = stand_ins()
-    root = OUT / f"large-{size}"
+    root = root_of(size, corpus)
     settings = load_settings(env={}, folder=root / "docs", index_dir=root / "index")
     t = time.perf_counter()
     engine = Engine(settings, embedder=embedder, side=side)
     open_s = time.perf_counter() - t
     steps["index opened (snapshot built)"] = rss_mb()
+    t = time.perf_counter()
+    engine.indexer.graphs.wait()  # the graphs build in the background (rag.vectors); searches scan meanwhile
+    graph_s = time.perf_counter() - t
+    steps["graphs built"] = rss_mb()
     parts = breakdown(engine)
-    qs = questions(queries)
+    qs = questions(queries, corpus=corpus, size=size)
     for q in qs[:5]:
         engine.search(q)
     stages: dict[str, list[float]] = {}
@@ -189,9 +236,10 @@ def measure(size: int, queries: int) -> dict:
         beyond.append(sum(v for k, v in r.timings_ms.items() if k not in ("embed", "multilingual embed")))
     steps["after the searches"] = rss_mb()
     top20 = {q: [c.chunk_id for c in engine.search(q).candidates[:20]] for q in qs[:50]}
+    recall = graph_recall(engine, qs)
     engine.close()
     return {
-        "size": size, "chunks": parts["passages"], "open_s": open_s, "rss_mb": steps, "peak_mb": peak_mb(),
+        "size": size, "chunks": parts["passages"], "open_s": open_s, "graph_s": graph_s, "recall_at_20": recall, "rss_mb": steps, "peak_mb": peak_mb(),
         "breakdown_mb": parts,
         "stages": {k: {"median": statistics.median(v), "p95": float(np.percentile(v, 95))} for k, v in stages.items()},
         "beyond": {"median": statistics.median(beyond), "p95": float(np.percentile(beyond, 95))},
@@ -199,11 +247,31 @@ def measure(size: int, queries: int) -> dict:
     }
 
 
+def graph_recall(engine, qs: list[str], n: int = 20) -> dict[str, float]:
+    """Each side's top-n through its graph against an exact scan of the same matrix (1.0 where no graph)."""
+    from rag.search import dense_top
+
+    snap, out = engine.snapshot, {}
+    for side, model in (("dense", engine.embedder), ("multilingual", engine.side)):
+        graph, _ = snap.graph_for(side)
+        if graph is None or model is None:
+            out[side] = 1.0
+            continue
+        hits = 0
+        for q in qs:
+            qv = model.embed_batch([q])[0]
+            got, _ = dense_top(snap, qv, n, side=side)
+            exact, _ = dense_top(snap, qv, n, np.ones(len(snap.chunks), dtype=np.float32), side=side)  # a mask scans
+            hits += len(set(got) & set(exact))
+        out[side] = hits / (n * len(qs))
+    return out
+
+
 def child(args) -> None:
     if args.child == "build":
-        print(json.dumps(build(args.size, args.rebuild)))
+        print(json.dumps(build(args.size, args.rebuild, args.corpus)))
     else:
-        print(json.dumps(measure(args.size, args.queries)))
+        print(json.dumps(measure(args.size, args.queries, args.corpus)))
 
 
 def main() -> None:
@@ -211,6 +279,9 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10000, 100000])
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--rebuild", action="store_true")
+    ap.add_argument("--corpus", choices=("small", "zipf"), default="small",
+                    help="small: bench_engine's 80-word vocabulary (every passage near every other: a graph's "
+                         "hard case); zipf: 20,000 words on 500 topics, as real folders are")
     ap.add_argument("--label", default="", help="a name for this run's output file (bench/out/large-LABEL.json)")
     ap.add_argument("--child", choices=("build", "measure"), help=argparse.SUPPRESS)
     ap.add_argument("--size", type=int, help=argparse.SUPPRESS)
@@ -221,7 +292,8 @@ def main() -> None:
     rows = []
     for size in args.sizes:
         run = lambda what, *extra: json.loads(subprocess.run(  # noqa: E731
-            [sys.executable, __file__, "--child", what, "--size", str(size), "--queries", str(args.queries), *extra],
+            [sys.executable, __file__, "--child", what, "--size", str(size), "--queries", str(args.queries),
+             "--corpus", args.corpus, *extra],
             check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
         built = run("build", *(["--rebuild"] if args.rebuild else []))
         row = run("measure")
@@ -232,7 +304,8 @@ def main() -> None:
     name.write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
     print(f"machine: {machine}; {args.queries} questions a size; written to {name.relative_to(ROOT)}\n")
     for r in rows:
-        print(f"## {r['chunks']:,} passages (opened in {r['open_s']:.1f} s; built in {r['built']['build_s']:.0f} s)\n")
+        print(f"## {r['chunks']:,} passages (opened in {r['open_s']:.1f} s, graphs built in {r['graph_s']:.1f} s more; "
+              f"index built in {r['built']['build_s']:.0f} s); recall@20 of the graphs: {r['recall_at_20']}\n")
         print("| resident set | MB |\n|---|---:|")
         for k, v in r["rss_mb"].items():
             print(f"| {k} | {v:,.0f} |")

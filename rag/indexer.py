@@ -36,6 +36,7 @@ from rag.library import VISIBLE, DocRecord, Library, Stamp, WriterLock
 from rag.queue import (CANCELLED, EMBEDDING, EXTRACTING, FAILED, INDEXED, REMOVED, FolderWatcher, IndexQueue,
                        QueueItem, Stopped)
 from rag.search import Snapshot
+from rag.vectors import Graphs
 from rag.settings import Settings
 from rag.store import ChunkStore, StoreError, StoredChunk, chunk_metadata
 
@@ -118,7 +119,7 @@ class Indexer:
         self.side, self.side_store, self.side_error = side, None, ""
         if side is not None:
             try:
-                self.side_store = ChunkStore(settings, side.name, side.dimension, client=self.store.client)
+                self.side_store = ChunkStore(settings, side.name, side.dimension, beside=self.store)
             except StoreError as exc:  # an index that cannot take a new collection (read-only): search without it
                 self.side, self.side_error = None, f"the multilingual side is off: {exc}"
         self.library = Library(settings.index_path / "library.sqlite")
@@ -127,11 +128,12 @@ class Indexer:
         self._chunks_by_doc: dict[str, _Held] = {}
         self._tokens: dict[tuple[str, str], list[str]] = {}  # BM25 tokens of published chunks
         self._publish_lock = threading.Lock()
+        self.graphs = Graphs(settings.graph_above)  # each dense side's graph in a large folder (rag.vectors)
         # What the calibration depends on in the folder, as of the last publish (the only time it changes):
         # so that choosing a question's threshold reads no library record.
         self.content_key: list[tuple[str, str, int]] = []
         self.languages: dict[str, int] = {}  # characters of searchable text per language, as of the last publish
-        self.queue = IndexQueue(self.library, self._index_queued, after_idle=after_change)
+        self.queue = IndexQueue(self.library, self._index_queued, after_idle=self._idle)
         self.watcher: FolderWatcher | None = None
         if self.lock.acquire(timeout=0):  # another process writing will recover on its own
             try:
@@ -140,6 +142,11 @@ class Indexer:
             finally:
                 self.lock.release()
         self.reload()
+
+    def _idle(self) -> None:
+        """The queue has nothing left to index: let go of the store until the next write, then tell the engine."""
+        self.store.release()
+        self.after_change()
 
     # --- stamps, recovery and the published snapshot -------------------------------------------------
 
@@ -196,6 +203,7 @@ class Indexer:
             self._with_side(held)
         self._chunks_by_doc = held
         self._publish()
+        self.store.release()  # search reads the snapshot, not Chroma: its HNSW indexes need not stay in memory
 
     def _with_side(self, held: dict[str, _Held]) -> None:
         """Each document's multilingual vectors; the ones the side store lacks are embedded now and written
@@ -246,7 +254,10 @@ class Indexer:
                 at += len(h.chunks)
             self.snapshot = Snapshot.build(chunks, docs, self.settings, tokens,
                                            {d: r.content_hash for d, r in records.items()},
-                                           vectors=vectors, side_vectors=sides)
+                                           vectors=vectors, side_vectors=sides, graphs=self.graphs)
+            for side, matrix in (("dense", vectors), ("multilingual", sides)):
+                _, cover = self.snapshot.graph_for(side)
+                self.graphs.offer(side, matrix, self.snapshot.chunks, cover)
             self.content_key = sorted((r.doc_id, r.content_hash, r.chunks) for r in records.values()
                                       if r.status in VISIBLE)
             self.languages = languages_of(records.values())
@@ -312,6 +323,7 @@ class Indexer:
                 self._publish()  # (_index publishes whatever it wrote; an unchanged folder rebuilds nothing)
             if not any(r.status == "stale" and r.stamp and r.stamp.model != self.embedder.name for r in self.library.all()):
                 self.store.drop_other_collections(keep=[self.side_store.name] if self.side_store else [])
+            self.store.release()
         self.after_change()  # the engine calibrates now, so the first question after a change does not wait for it
         report.seconds = time.perf_counter() - t0
         return report

@@ -20,9 +20,10 @@ True
 from __future__ import annotations
 
 import functools
+import math
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Collection, Mapping, Sequence
 
 import numpy as np
@@ -112,12 +113,13 @@ def is_code(term: str) -> bool:
     return len(parts) > 1 and any(ch.isdigit() for ch in term) and any(ch.isalpha() for ch in term)
 
 
-def term_tokens(term: str, lang: str) -> list[str]:
+@functools.lru_cache(maxsize=100_000)
+def term_tokens(term: str, lang: str) -> tuple[str, ...]:
     """The index tokens one content word becomes under a language's analyzer (a code: itself whole)."""
     lang = lang if lang in LANGUAGES else "en"
     folded = fold(term)
     parts = WORD_PART.findall(folded)
-    return [folded] if len(parts) > 1 else [_stem(p, lang) for p in parts]
+    return (folded,) if len(parts) > 1 else tuple(_stem(p, lang) for p in parts)
 
 
 def analyze_query(question: str, languages: Sequence[str]) -> list[str]:
@@ -152,6 +154,9 @@ class LexicalIndex:
     languages: tuple[str, ...]
     size: int
     _bm25: object = None
+    # Each looked-up token's chunks (a view of bm25s's index, sorted), kept: a question's words are read
+    # against every candidate, and their neighbours' questions use many of the same words.
+    _rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, texts: Sequence[str], langs: Sequence[str], k1: float = 1.2, b: float = 0.75,
@@ -248,7 +253,8 @@ class LexicalIndex:
 
     def idf(self, token: str) -> float:
         """BM25's idf, ln(1 + (N - df + 0.5) / (df + 0.5)); a token no chunk holds gets df = 0."""
-        return float(np.log(1.0 + (self.size - self._df(token) + 0.5) / (self._df(token) + 0.5)))
+        df = self._df(token)
+        return math.log(1.0 + (self.size - df + 0.5) / (df + 0.5))
 
     def _df(self, token: str) -> int:
         j = self._bm25.vocab_dict.get(token) if self._bm25 is not None else None
@@ -276,14 +282,23 @@ class LexicalIndex:
             out = rows if out is None else np.intersect1d(out, rows)
         return np.unique(out)
 
+    def _postings(self, token: str) -> np.ndarray:
+        """The positions of the chunks holding an index token, sorted (bm25s orders each token's chunks)."""
+        rows = self._rows.get(token)
+        if rows is None:
+            j = self._bm25.vocab_dict.get(token) if self._bm25 is not None else None
+            if j is None:
+                rows = np.zeros(0, dtype=np.int32)
+            else:
+                sc = self._bm25.scores
+                rows = sc["indices"][sc["indptr"][j]:sc["indptr"][j + 1]]
+            self._rows[token] = rows
+        return rows
+
     def _holds(self, position: int, token: str) -> bool:
-        j = self._bm25.vocab_dict.get(token) if self._bm25 is not None else None
-        if j is None:
-            return False
-        sc = self._bm25.scores
-        rows = sc["indices"][sc["indptr"][j]:sc["indptr"][j + 1]]  # sorted: bm25s orders each token's chunks
-        k = int(np.searchsorted(rows, position))
-        return k < rows.size and int(rows[k]) == position
+        rows = self._postings(token)
+        k = rows.searchsorted(position)
+        return k < rows.size and rows[k] == position
 
     def weighted_scores(self, weights: Mapping[str, float], mask: np.ndarray | None = None) -> np.ndarray:
         """BM25 of a weighted bag of analysed tokens: sum over tokens of weight * the token's BM25 score

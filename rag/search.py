@@ -38,6 +38,7 @@ threshold change re-gates the same candidates without searching again.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import re
 import time
@@ -54,6 +55,7 @@ from rag.lexical import LexicalIndex, analyze, analyze_query, question_language
 from rag.multilingual import MultilingualEmbedder
 from rag.settings import Settings
 from rag.store import StoredChunk
+from rag.vectors import Cover, Distances, Graph, Graphs, nearest
 
 
 @dataclass(frozen=True)
@@ -188,6 +190,19 @@ class Snapshot:
     side_vectors: np.ndarray | None = None  # row i is chunks[i]'s multilingual vector (None: the side is off)
     tokens: list[list[str]] | None = None  # row i is chunks[i]'s analysed text, as BM25 indexed it (feedback)
     versions: dict[str, str] = field(default_factory=dict)  # doc_id -> content hash of the indexed version
+    graphs: Graphs | None = None  # each dense side's graph in a large folder (rag.vectors), shared by snapshots
+    _covers: dict[str, tuple[Graph, Cover]] = field(default_factory=dict, repr=False)
+
+    def graph_for(self, side: str) -> tuple[Graph | None, Cover | None]:
+        """The side's current graph and how it covers this snapshot's rows (computed once per graph), or
+        (None, None) while the side has none: then it is scanned."""
+        graph = self.graphs.current.get(side) if self.graphs is not None else None
+        if graph is None:
+            return None, None
+        got = self._covers.get(side)
+        if got is None or got[0] is not graph:
+            got = self._covers[side] = (graph, Cover.of(graph, self.chunks, self.pos))
+        return got
 
     @functools.cached_property
     def languages(self) -> tuple[str, ...]:
@@ -199,7 +214,8 @@ class Snapshot:
     @classmethod
     def build(cls, chunks: list[StoredChunk], docs: dict[str, tuple[str, str, str]], settings: Settings,
               tokens: Sequence[list[str]] | None = None, versions: dict[str, str] | None = None,
-              vectors: np.ndarray | None = None, side_vectors: np.ndarray | None = None) -> "Snapshot":
+              vectors: np.ndarray | None = None, side_vectors: np.ndarray | None = None,
+              graphs: Graphs | None = None) -> "Snapshot":
         """`vectors`, `side_vectors`: each side's matrix, row i chunks[i]'s (the indexer's, so each vector is
         held once); by default stacked from the chunks' own `vector` and `side`."""
         if tokens is None:
@@ -212,26 +228,26 @@ class Snapshot:
             side_vectors = np.stack([c.side for c in chunks])
         return cls(chunks, lexical, docs, {c.id: i for i, c in enumerate(chunks)},
                    np.array([c.doc_id for c in chunks], dtype=object), vectors,
-                   side_vectors if chunks else None, list(tokens), dict(versions or {}))
+                   side_vectors if chunks else None, list(tokens), dict(versions or {}), graphs)
 
 
 def dense_top(snapshot: Snapshot, qv: np.ndarray, n: int, mask: np.ndarray | None = None,
-              vectors: np.ndarray | None = None) -> tuple[list[int], np.ndarray]:
-    """The dense side: an exact scan of the snapshot's vectors (`vectors`: another side's rows, the
-    multilingual one's). Returns the best `n` rows (closest first, equal distances in snapshot order) among
-    those `mask` keeps (> 0), and the cosine distance of every row (1 - dot: the vectors are unit), which
-    the other sides' candidates take theirs from."""
-    vectors = snapshot.vectors if vectors is None else vectors
+              side: str = "dense") -> tuple[list[int], Distances]:
+    """A dense side's best `n` rows (`side`: "dense", MiniLM's, or "multilingual") among those `mask` keeps
+    (> 0), closest first, equal distances in snapshot order, and every row's cosine distance (1 - dot: the
+    vectors are unit), which the other sides' candidates take theirs from. An exact scan, or in a large
+    folder the side's graph re-ranked exactly (`rag.vectors`)."""
+    vectors = snapshot.side_vectors if side == "multilingual" else snapshot.vectors
     if not snapshot.chunks or vectors is None or n <= 0:
-        return [], np.zeros(len(snapshot.chunks), dtype=np.float32)
-    dist = 1.0 - vectors @ np.asarray(qv, dtype=vectors.dtype)
-    keep = np.arange(len(dist)) if mask is None else np.flatnonzero(np.asarray(mask) > 0)
-    if n < keep.size:  # only rows at most the n-th distance can place; all of them, so ties stay in order
-        kth = np.partition(dist[keep], n - 1)[n - 1]
-        keep = keep[dist[keep] <= kth]
-    rows = keep[np.argsort(dist[keep], kind="stable")][:n]
-    return [int(i) for i in rows], dist
+        return [], Distances(np.zeros((0, 0), dtype=np.float32), qv, full=np.zeros(len(snapshot.chunks), dtype=np.float32))
+    graph, cover = snapshot.graph_for(side)
+    return nearest(vectors, qv, n, mask, graph, cover)
 
+
+# The multilingual side searches on this thread while the caller's searches MiniLM's (and BM25): both
+# release the interpreter (numpy's product, faiss's graph), so on two cores a search waits for the slower
+# side, not for both. One thread: searches from several sessions queue here as they would on the cores.
+_SIDE = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="multilingual-side")
 
 # Pseudo-relevance feedback (`feedback`): how many words the best passages lend the BM25 query, the share
 # of that query left to the question's own words, and how much the passages' mean vector adds to the
@@ -345,16 +361,19 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     bm25_scores = {snapshot.chunks[i].id: s for i, s in bm25}
     lap("bm25")
 
+    sq, side_list, side_dist, beside = None, [], None, None
+    if snapshot.side_vectors is not None and (side is not None or side_vector is not None):
+        sq = side.embed_batch([query])[0] if side_vector is None else side_vector
+        lap("multilingual embed")
+        beside = _SIDE.submit(dense_top, snapshot, sq, n, mask, "multilingual")  # while MiniLM's side searches
+
     rows, dist = dense_top(snapshot, qv, n, mask)
     dense = [(snapshot.chunks[i].id, float(dist[i])) for i in rows]
     distances = dict(dense)
     lap("dense")
 
-    sq, side_list, side_dist = None, [], None
-    if snapshot.side_vectors is not None and (side is not None or side_vector is not None):
-        sq = side.embed_batch([query])[0] if side_vector is None else side_vector
-        lap("multilingual embed")
-        side_rows, side_dist = dense_top(snapshot, sq, n, mask, snapshot.side_vectors)
+    if beside is not None:
+        side_rows, side_dist = beside.result()
         side_list = [(snapshot.chunks[i].id, float(side_dist[i])) for i in side_rows]
     lap("multilingual")
 
@@ -379,14 +398,17 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
         kept = settings.feedback
         top_rows = [snapshot.pos[cid] for cid in order[:kept]]
         qv2, bag, expansion = feedback(snapshot, query, qv, top_rows, language)
-        bm25_2 = snapshot.lexical.top(bag, n, mask)
+        beside = None
+        if sq is not None:  # the multilingual side moves toward the same passages
+            beside = _SIDE.submit(dense_top, snapshot, _toward(sq, snapshot.side_vectors[top_rows]), n, mask,
+                                  "multilingual")
         rows2, dist2 = dense_top(snapshot, qv2, n, mask)
+        bm25_2 = snapshot.lexical.top(bag, n, mask)
         dense_2 = [(snapshot.chunks[i].id, float(dist2[i])) for i in rows2]
         bm25_2 = [(snapshot.chunks[i].id, s) for i, s in bm25_2]
         side_2 = []
-        if sq is not None:  # the multilingual side moves toward the same passages
-            sq2 = _toward(sq, snapshot.side_vectors[top_rows])
-            side_rows2, side_dist2 = dense_top(snapshot, sq2, n, mask, snapshot.side_vectors)
+        if beside is not None:
+            side_rows2, side_dist2 = beside.result()
             side_2 = [(snapshot.chunks[i].id, float(side_dist2[i])) for i in side_rows2]
         for cid, _ in dense_2 + bm25_2 + side_2:
             distances.setdefault(cid, float(dist[snapshot.pos[cid]]))

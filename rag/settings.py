@@ -151,6 +151,9 @@ class Settings:
     judge_path: str = ""  # empty: the judge shipped with the package
     judge_languages: tuple[str, ...] = ()  # empty: the languages its model card says it was shown to read
     hnsw_ef_search: int = _tuned(400)
+    # Above this many passages each dense side is searched through a graph (rag.vectors) re-ranked exactly,
+    # not by scanning every vector; 0: always scan. The crossover measured by bench/bench_large.py.
+    graph_above: int = _tuned(50_000)
 
     # Chroma server (the scale-out path): when host is set, chunks live there instead of on disk.
     chroma_host: str | None = None

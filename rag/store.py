@@ -13,6 +13,7 @@ memory beyond Chroma's own caches.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -64,35 +65,74 @@ def _chroma_settings():
 
 
 class ChunkStore:
-    def __init__(self, settings: Settings, model: str, dimension: int, client: Any = None):
-        """`client`: another store's Chroma client, to share (a second model's collection beside the first)."""
-        import chromadb
+    """One collection of the store. The embedded client is opened when first needed and may be let go of
+    (`release`) between uses: Chroma keeps the HNSW index of every collection it has read in memory (250 MB
+    a collection at 100,000 chunks, measured), and search never reads Chroma (rag.search), so an idle app
+    need not hold it. Every call goes through `_call`, under one lock per client, and reopens what was let go."""
 
+    def __init__(self, settings: Settings, model: str, dimension: int, beside: "ChunkStore | None" = None):
+        """`beside`: another store whose client this one shares (a second model's collection beside the first)."""
         self.settings = settings
         self.model, self.dimension = model, dimension
         self.remote = bool(settings.chroma_host)
+        self.name = collection_name(settings.collection_prefix, model, dimension)
+        self._beside = beside
+        self._lock = beside._lock if beside is not None else threading.RLock()
+        self._client: Any = None
+        self._opened = 0  # how many times this store's client was opened (the owner's count is the one read)
+        self._collection: Any = None
+        self._seen = -1  # the owner's `_opened` when `_collection` was fetched
         try:
-            if client is not None:
-                self.client = client
-            elif self.remote:
-                self.client = chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port,
-                                                  settings=_chroma_settings())
-            else:
-                path = settings.index_path / "chroma"
-                path.mkdir(parents=True, exist_ok=True)
-                self.client = chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
-            self.name = collection_name(settings.collection_prefix, model, dimension)
-            self.collection = self.client.get_or_create_collection(
-                self.name,
-                configuration={"hnsw": {"space": "cosine", "ef_search": settings.hnsw_ef_search}},
-                metadata={"embedding_model": model, "dimension": dimension, "space": "cosine"},
-                embedding_function=None,
-            )
+            with self._lock:
+                configuration = self.collection.configuration
         except Exception as exc:
             raise StoreError(self._explain(exc)) from exc
-        space = (self.collection.configuration or {}).get("hnsw", {}).get("space")
+        space = (configuration or {}).get("hnsw", {}).get("space")
         if space not in (None, "cosine"):
             raise StoreError(f"collection {self.name} uses {space!r} space, not cosine: distances would mean nothing")
+
+    @property
+    def client(self) -> Any:
+        """The Chroma client, opened again if it was let go of."""
+        if self._beside is not None:
+            return self._beside.client
+        if self._client is None:
+            import chromadb
+
+            if self.remote:
+                self._client = chromadb.HttpClient(host=self.settings.chroma_host, port=self.settings.chroma_port,
+                                                   settings=_chroma_settings())
+            else:
+                path = self.settings.index_path / "chroma"
+                path.mkdir(parents=True, exist_ok=True)
+                self._client = chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
+            self._opened += 1
+        return self._client
+
+    @property
+    def collection(self) -> Any:
+        client = self.client
+        owner = self._beside or self
+        if self._collection is None or self._seen != owner._opened:
+            self._collection = client.get_or_create_collection(
+                self.name,
+                configuration={"hnsw": {"space": "cosine", "ef_search": self.settings.hnsw_ef_search}},
+                metadata={"embedding_model": self.model, "dimension": self.dimension, "space": "cosine"},
+                embedding_function=None,
+            )
+            self._seen = owner._opened
+        return self._collection
+
+    def release(self) -> None:
+        """Let go of the embedded client (and so of the HNSW indexes Chroma holds in memory) until the next
+        call; a store sharing it opens it again as well. Nothing to do for a server: its memory is its own."""
+        if self.remote:
+            return
+        owner = self._beside or self
+        with self._lock:
+            if owner._client is not None:
+                owner._client.close()
+                owner._client = None
 
     def _explain(self, exc: Exception) -> str:
         if self.remote:
@@ -100,9 +140,18 @@ class ChunkStore:
                     f"({type(exc).__name__}: {exc}); is `chroma run` up?")
         return f"cannot open the index at {self.settings.index_path} ({type(exc).__name__}: {exc})"
 
-    def _call(self, fn, *args, **kwargs):
+    def _call(self, method: str, *args, **kwargs):
+        """The collection's `method`, under the client's lock (`release` may close it meanwhile)."""
         try:
-            return fn(*args, **kwargs)
+            with self._lock:
+                return getattr(self.collection, method)(*args, **kwargs)
+        except Exception as exc:
+            raise StoreError(self._explain(exc)) from exc
+
+    def _call_client(self, method: str, *args, **kwargs):
+        try:
+            with self._lock:
+                return getattr(self.client, method)(*args, **kwargs)
         except Exception as exc:
             raise StoreError(self._explain(exc)) from exc
 
@@ -114,21 +163,21 @@ class ChunkStore:
         for i in range(0, len(chunks), MAX_BATCH):
             part = chunks[i:i + MAX_BATCH]
             metas = [chunk_metadata(c, x) for c, x in zip(part, extras[i:i + MAX_BATCH])]
-            self._call(self.collection.upsert, ids=[c.id for c in part], embeddings=vectors[i:i + MAX_BATCH],
+            self._call("upsert", ids=[c.id for c in part], embeddings=vectors[i:i + MAX_BATCH],
                        documents=[c.text for c in part], metadatas=metas)
 
     def add_vectors(self, ids: Sequence[str], doc_ids: Sequence[str], vectors: np.ndarray) -> None:
         """Write vectors only, each with its document's id (a second model's side: the chunk's text and
         metadata live once, in the first model's collection)."""
         for i in range(0, len(ids), MAX_BATCH):
-            self._call(self.collection.upsert, ids=list(ids[i:i + MAX_BATCH]), embeddings=vectors[i:i + MAX_BATCH],
+            self._call("upsert", ids=list(ids[i:i + MAX_BATCH]), embeddings=vectors[i:i + MAX_BATCH],
                        metadatas=[{"doc_id": d} for d in doc_ids[i:i + MAX_BATCH]])
 
     def all_vectors(self, page: int = PAGE) -> dict[str, np.ndarray]:
         """Every vector in the collection, by chunk id."""
         out, offset = {}, 0
         while True:
-            got = self._call(self.collection.get, include=["embeddings"], limit=page, offset=offset)
+            got = self._call("get", include=["embeddings"], limit=page, offset=offset)
             if got["ids"]:
                 out.update(zip(got["ids"], np.asarray(got["embeddings"], dtype=np.float32)))
             if len(got["ids"]) < page:
@@ -137,20 +186,20 @@ class ChunkStore:
 
     def delete_docs(self, doc_ids: Sequence[str]) -> None:
         if doc_ids:
-            self._call(self.collection.delete, where={"doc_id": {"$in": list(doc_ids)}} if len(doc_ids) > 1
+            self._call("delete", where={"doc_id": {"$in": list(doc_ids)}} if len(doc_ids) > 1
                        else {"doc_id": doc_ids[0]})
 
     def delete_doc(self, doc_id: str) -> None:
-        self._call(self.collection.delete, where={"doc_id": doc_id})
+        self._call("delete", where={"doc_id": doc_id})
 
     def drop_other_collections(self, keep: Sequence[str] = ()) -> list[str]:
         """Delete collections of other models once nothing needs them: their vectors cannot be compared.
         `keep`: other collections still in use (the multilingual side's)."""
         dropped = []
-        for c in self._call(self.client.list_collections):
+        for c in self._call_client("list_collections"):
             name = getattr(c, "name", c)
             if name.startswith(self.settings.collection_prefix + "-") and name != self.name and name not in keep:
-                self._call(self.client.delete_collection, name)
+                self._call_client("delete_collection", name)
                 dropped.append(name)
         return dropped
 
@@ -159,18 +208,16 @@ class ChunkStore:
     def close(self) -> None:
         """Let go of the embedded store's files (Chroma keeps one system per path for the whole process, and a
         client opened later on the same path would be handed this one, even after its folder was deleted)."""
-        close = getattr(self.client, "close", None)
-        if close is not None and not self.remote:
-            close()
+        self.release()
 
     def count(self) -> int:
-        return self._call(self.collection.count)
+        return self._call("count")
 
     def all_chunks(self, page: int = PAGE, vectors: bool = False) -> Iterable[StoredChunk]:
         offset = 0
         include = ["documents", "metadatas"] + (["embeddings"] if vectors else [])
         while True:
-            got = self._call(self.collection.get, include=include, limit=page, offset=offset)
+            got = self._call("get", include=include, limit=page, offset=offset)
             vecs = (np.asarray(got["embeddings"], dtype=np.float32) if vectors and got["ids"]
                     else [None] * len(got["ids"]))
             for cid, text, meta, vec in zip(got["ids"], got["documents"], got["metadatas"], vecs):
@@ -183,7 +230,7 @@ class ChunkStore:
         """Every document id that has chunks in the store (metadata only: cheap enough for each sync)."""
         out, offset = set(), 0
         while True:
-            got = self._call(self.collection.get, include=["metadatas"], limit=page, offset=offset)
+            got = self._call("get", include=["metadatas"], limit=page, offset=offset)
             out.update(m["doc_id"] for m in got["metadatas"])
             if len(got["ids"]) < page:
                 return out
@@ -194,7 +241,7 @@ class ChunkStore:
         out: dict[str, int] = {}
         offset = 0
         while True:
-            got = self._call(self.collection.get, include=["metadatas"], limit=page, offset=offset)
+            got = self._call("get", include=["metadatas"], limit=page, offset=offset)
             for m in got["metadatas"]:
                 out[m["doc_id"]] = out.get(m["doc_id"], 0) + 1
             if len(got["ids"]) < page:
@@ -202,7 +249,7 @@ class ChunkStore:
             offset += page
 
     def doc_chunk_ids(self, doc_id: str) -> list[str]:
-        return self._call(self.collection.get, where={"doc_id": doc_id}, include=[])["ids"]
+        return self._call("get", where={"doc_id": doc_id}, include=[])["ids"]
 
     def query(self, vector: np.ndarray, n: int, doc_ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """Nearest chunks as (id, cosine distance); `doc_ids` restricts the search before it runs."""
@@ -213,13 +260,13 @@ class ChunkStore:
             if not doc_ids:
                 return []
             where = {"doc_id": {"$in": list(doc_ids)}} if len(doc_ids) > 1 else {"doc_id": doc_ids[0]}
-        got = self._call(self.collection.query, query_embeddings=[vector], n_results=n, where=where, include=["distances"])
+        got = self._call("query", query_embeddings=[vector], n_results=n, where=where, include=["distances"])
         return list(zip(got["ids"][0], got["distances"][0]))
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         if not ids:
             return {}
-        got = self._call(self.collection.get, ids=list(ids), include=["embeddings"])
+        got = self._call("get", ids=list(ids), include=["embeddings"])
         return {cid: np.asarray(v, dtype=np.float32) for cid, v in zip(got["ids"], got["embeddings"])}
 
     def size_on_disk(self) -> int | None:

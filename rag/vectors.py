@@ -1,0 +1,178 @@
+"""Vectors: each dense side's nearest passages, by an exact scan or, in a large folder, through a graph.
+
+The snapshot's matrix (one unit float32 row per passage) is the truth: every distance the app shows is
+1 - dot with that row. Up to `graph_above` passages (a setting) the nearest rows are found by scanning them
+all: under a millisecond at 10,000 passages here, and exact. Above it, a HNSW graph (faiss, its copy of the
+vectors in 8 bits a dimension) proposes the rows near the question and the matrix re-ranks them exactly, so
+a distance is the same whichever way its row was found; rows the graph does not cover (passages written
+since it was built) are scanned exactly beside it. A scan over 100,000 rows costs 7-9 ms a side here, and a
+search scans four times (two sides, and feedback's second search), which is what the graph saves.
+
+A graph is built from one snapshot's matrix in a background thread (`Graphs.offer`, called at each publish)
+and never changes after: searches read it without locks. It covers passages by chunk id and text, so a
+passage re-indexed with other text since is treated as new. A new graph is built when a fifth of the
+snapshot's rows are not covered, or a fifth of the graph's rows are gone; until the first is ready, every
+search scans, exactly, as below the threshold.
+
+What it does not do: filtered searches through the graph. A search kept to some documents scans their rows
+(`mask`), exactly, at any size: a filter keeps few rows, and the graph cannot skip the others cheaply.
+
+>>> m = np.eye(3, dtype=np.float32)
+>>> rows, dist = nearest(m, np.array([0.6, 0.8, 0], dtype=np.float32), 2)
+>>> rows, round(float(dist[1]), 3), round(float(dist[2]), 3)
+([1, 0], 0.2, 1.0)
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+# Graph parameters: links per node, the build's and the search's breadth, and how many proposals per row
+# asked; chosen on the 100,000-passage benchmark for recall@20 >= 0.99 of the exact scan (bench/bench_large.py:
+# its passages share one small vocabulary, so their vectors crowd together, a hard case for a graph: breadth
+# 128 gave 0.93, 256 with a build breadth of 40 0.98, with 160 0.99).
+GRAPH_LINKS = 32
+GRAPH_BUILD_BREADTH = 160
+GRAPH_BREADTH = 256
+GRAPH_PROPOSALS = 3
+REBUILD_SHARE = 0.2  # a new graph when this share of the snapshot's rows is not covered, or of the graph's is gone
+
+
+class Distances:
+    """The cosine distance of any row to the question: the whole scan's array when every row was scanned,
+    else computed per row on demand (1 - dot with the matrix row, as the scan does)."""
+
+    def __init__(self, matrix: np.ndarray, q: np.ndarray, full: np.ndarray | None = None,
+                 known: dict[int, float] | None = None):
+        self._matrix, self._q, self._full, self._known = matrix, q, full, known or {}
+
+    def __getitem__(self, row) -> float:
+        if self._full is not None:
+            return self._full[row]
+        row = int(row)
+        if row not in self._known:
+            self._known[row] = float(1.0 - self._matrix[row] @ self._q)
+        return self._known[row]
+
+    def __len__(self) -> int:
+        return len(self._matrix)
+
+
+def nearest(matrix: np.ndarray, q: np.ndarray, n: int, mask: np.ndarray | None = None,
+            graph: "Graph | None" = None, cover: "Cover | None" = None) -> tuple[list[int], Distances]:
+    """The `n` rows of `matrix` closest to `q` (closest first, equal distances in row order) among those
+    `mask` keeps (> 0), and every row's distance. With a `graph` and its `cover` of this matrix and no mask,
+    the graph proposes and the matrix re-ranks (see the module docstring); else every kept row is scanned."""
+    q = np.asarray(q, dtype=matrix.dtype)
+    if graph is None or cover is None or mask is not None:
+        dist = 1.0 - matrix @ q
+        keep = np.arange(len(dist)) if mask is None else np.flatnonzero(np.asarray(mask) > 0)
+        if n < keep.size:  # only rows at most the n-th distance can place; all of them, so ties stay in order
+            kth = np.partition(dist[keep], n - 1)[n - 1]
+            keep = keep[dist[keep] <= kth]
+        rows = keep[np.argsort(dist[keep], kind="stable")][:n]
+        return [int(i) for i in rows], Distances(matrix, q, full=dist)
+    proposed = cover.rows_of(graph.propose(q, max(n * GRAPH_PROPOSALS, n + 10)))
+    rows = np.union1d(proposed, cover.uncovered)  # sorted: row order breaks ties below
+    dist = 1.0 - matrix[rows] @ q
+    order = np.argsort(dist, kind="stable")[:n]
+    known = {int(r): float(d) for r, d in zip(rows, dist)}
+    return [int(rows[i]) for i in order], Distances(matrix, q, known=known)
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A HNSW graph over the rows of one matrix, immutable once built; rows are known by chunk id and text."""
+
+    index: object  # faiss.IndexHNSWSQ, inner product
+    ids: tuple[str, ...]  # label -> chunk id
+    hashes: np.ndarray  # label -> hash of the chunk's text (this process's: the graph is never saved)
+
+    @classmethod
+    def build(cls, matrix: np.ndarray, ids: Sequence[str], texts: Sequence[str]) -> "Graph":
+        import faiss
+
+        index = faiss.IndexHNSWSQ(matrix.shape[1], faiss.ScalarQuantizer.QT_8bit, GRAPH_LINKS,
+                                  faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = GRAPH_BUILD_BREADTH
+        index.train(matrix)
+        index.add(matrix)
+        return cls(index, tuple(ids), np.array([hash(t) for t in texts], dtype=np.int64))
+
+    def propose(self, q: np.ndarray, k: int) -> np.ndarray:
+        import faiss
+
+        _, labels = self.index.search(q.reshape(1, -1), min(k, len(self.ids)),
+                                      params=faiss.SearchParametersHNSW(efSearch=max(GRAPH_BREADTH, k)))
+        return labels[0][labels[0] >= 0]
+
+
+@dataclass(frozen=True)
+class Cover:
+    """How one graph covers one snapshot's rows: each graph label's row (-1: gone or changed) and the rows
+    no label covers (to scan beside the graph)."""
+
+    label_row: np.ndarray
+    uncovered: np.ndarray
+
+    @classmethod
+    def of(cls, graph: Graph, chunks: Sequence, pos: dict[str, int]) -> "Cover":
+        """`chunks`: the snapshot's (each with `id` and `text`), `pos`: chunk id -> row."""
+        label_row = np.full(len(graph.ids), -1, dtype=np.int64)
+        covered = np.zeros(len(chunks), dtype=bool)
+        for label, (cid, h) in enumerate(zip(graph.ids, graph.hashes.tolist())):
+            row = pos.get(cid)
+            if row is not None and hash(chunks[row].text) == h:
+                label_row[label] = row
+                covered[row] = True
+        return cls(label_row, np.flatnonzero(~covered))
+
+    def rows_of(self, labels: np.ndarray) -> np.ndarray:
+        rows = self.label_row[labels]
+        return rows[rows >= 0]
+
+    def stale(self, rows: int) -> bool:
+        """Whether a new graph is due: too many rows uncovered, or too many of the graph's gone."""
+        gone = int(np.count_nonzero(self.label_row < 0))
+        return len(self.uncovered) > REBUILD_SHARE * rows or gone > REBUILD_SHARE * max(len(self.label_row), 1)
+
+
+@dataclass
+class Graphs:
+    """The current graph of each side (None until one is built), and the background builds.
+
+    `offer` is called with each new snapshot; it starts a build when the side has more than `above` rows and
+    no graph covers it well, one build at a time per side. `wait` (tests, benchmarks) joins the builds."""
+
+    above: int
+    current: dict[str, Graph] = field(default_factory=dict)
+    _threads: dict[str, threading.Thread] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def offer(self, side: str, matrix: np.ndarray | None, chunks: Sequence, cover: "Cover | None") -> None:
+        """`matrix`, `chunks`: one snapshot's side and passages (each with `id` and `text`); `cover`: how the
+        side's current graph covers them (None: no graph yet)."""
+        if matrix is None or self.above <= 0 or len(matrix) <= self.above:
+            return
+        if side in self.current and cover is not None and not cover.stale(len(matrix)):
+            return
+        with self._lock:
+            running = self._threads.get(side)
+            if running is not None and running.is_alive():
+                return  # the next publish offers again
+            ids, texts = tuple(c.id for c in chunks), tuple(c.text for c in chunks)
+            thread = threading.Thread(target=self._build, args=(side, matrix, ids, texts),
+                                      name=f"graph-{side}", daemon=True)
+            self._threads[side] = thread
+            thread.start()
+
+    def _build(self, side: str, matrix: np.ndarray, ids: tuple[str, ...], texts: tuple[str, ...]) -> None:
+        self.current[side] = Graph.build(matrix, ids, texts)
+
+    def wait(self) -> None:
+        for thread in list(self._threads.values()):
+            thread.join()
