@@ -1,0 +1,83 @@
+"""A large folder's search path on real parts (MiniLM, the multilingual side, Chroma on disk): each dense side
+through its graph (rag.vectors) answers as the exact scan does, a passage written after the graph was built
+is found, and the store is let go of while idle and opened again for the next write.
+
+`graph_above = 1` makes a small folder take the path a folder of more than 50,000 passages takes."""
+
+from __future__ import annotations
+
+import pytest
+
+QUESTIONS = ["How long should the bread dough rise?", "When is the rent due each month?",
+             "Which port does the backup server listen on?", "Quando abre a biblioteca ao sábado?"]
+
+
+def write_notes(folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "bread.md").write_text(
+        "# Bread\n\nLet the dough rise for two hours in a warm kitchen, covered with a damp cloth.\n\n"
+        "## Baking\n\nBake at 220 degrees for thirty-five minutes, until the crust sounds hollow.\n", encoding="utf-8")
+    (folder / "lease.md").write_text(
+        "# Lease\n\nThe rent of 950 euros is due on the first working day of each month.\n\n"
+        "## Pets\n\nOne cat or one small dog may live in the flat with the landlord's written consent.\n",
+        encoding="utf-8")
+    (folder / "servers.md").write_text(
+        "# Servers\n\nThe backup server listens on port 8443 and keeps thirty daily snapshots.\n\n"
+        "## Restore\n\nA restore takes about twenty minutes for a full home folder.\n", encoding="utf-8")
+    (folder / "biblioteca.md").write_text(
+        "# Biblioteca\n\nA biblioteca municipal abre ao sábado das dez às treze horas.\n\n"
+        "## Empréstimos\n\nCada leitor pode levar até cinco livros durante três semanas.\n", encoding="utf-8")
+
+
+def ranked(result):
+    return [(c.chunk_id, round(c.distance, 5), c.side_rank, c.dense_rank) for c in result.candidates]
+
+
+@pytest.fixture()
+def pair(make_engine, tmp_path):
+    folder = tmp_path / "notes"
+    write_notes(folder)
+    graphed, scanned = make_engine(folder, graph_above=1), make_engine(folder, graph_above=0)
+    for e in (graphed, scanned):
+        e.sync()
+    graphed.indexer.graphs.wait()
+    return graphed, scanned, folder
+
+
+def test_each_side_searched_through_its_graph_ranks_as_the_exact_scan(pair):
+    graphed, scanned, _ = pair
+    assert set(graphed.indexer.graphs.current) == {"dense", "multilingual"}
+    assert graphed.snapshot.graph_for("dense")[0] is not None and scanned.snapshot.graph_for("dense") == (None, None)
+    for q in QUESTIONS:
+        assert ranked(graphed.search(q)) == ranked(scanned.search(q)), q
+
+
+def test_a_passage_written_after_the_graph_is_found(pair):
+    graphed, scanned, folder = pair
+    built = graphed.indexer.graphs.current["dense"]
+    (folder / "garden.md").write_text("# Garden\n\nWater the tomato plants every second evening in July.\n",
+                                      encoding="utf-8")
+    graphed.sync()
+    scanned.sync()
+    question = "How often should I water the tomatoes?"
+    top = graphed.search(question).candidates[0]
+    assert top.doc_name == "garden.md"
+    graphed.indexer.graphs.wait()
+    # Either the old graph with the new rows scanned beside it, or a new graph: the same ranking as a scan.
+    assert ranked(graphed.search(question)) == ranked(scanned.search(question))
+    assert built is graphed.indexer.graphs.current["dense"] or len(graphed.indexer.graphs.current["dense"].ids) > len(built.ids)
+
+
+def test_the_store_is_let_go_of_while_idle_and_opened_again_to_write(pair):
+    graphed, _, folder = pair
+    assert graphed.store._client is None  # released after the sync: search does not read Chroma
+    count = graphed.store.count()  # opened again on demand
+    assert count == len(graphed.snapshot.chunks)
+    graphed.store.release()
+    (folder / "notes-2.md").write_text("# More\n\nThe boiler is serviced every October by the landlord.\n",
+                                       encoding="utf-8")
+    report = graphed.sync()
+    assert report.count("indexed") == 1 and report.count("failed") == 0
+    assert graphed.store.count() == len(graphed.snapshot.chunks) == count + 1
+    assert set(graphed.indexer.side_store.all_vectors()) == {c.id for c in graphed.snapshot.chunks}
+    assert graphed.search("When is the boiler serviced?").candidates[0].doc_name == "notes-2.md"

@@ -1,0 +1,113 @@
+"""rag.vectors: the exact scan, the graph that replaces it in a large folder, and when a graph is built.
+
+Vectors here are made, not embedded (the fast tier loads no model): passages on a few topics, each the unit
+mean of its topic's direction and noise, so neighbours are structured as a real model's are."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from rag.vectors import Cover, Graph, Graphs, nearest
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    text: str
+
+
+def topical(n: int, dim: int = 64, topics: int = 20, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((topics, dim))
+    m = centres[rng.integers(topics, size=n)] + 0.8 * rng.standard_normal((n, dim))
+    return (m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32)
+
+
+def rows_of(n: int) -> list[Row]:
+    return [Row(f"doc-{i // 10}:{i % 10}", f"passage {i}") for i in range(n)]
+
+
+def exact(m: np.ndarray, q: np.ndarray, n: int) -> list[int]:
+    d = 1.0 - m @ q
+    return sorted(range(len(m)), key=lambda i: (d[i], i))[:n]
+
+
+@pytest.fixture(scope="module")
+def built():
+    m = topical(3000)
+    rows = rows_of(3000)
+    return m, rows, Graph.build(m, [r.id for r in rows], [r.text for r in rows])
+
+
+def test_the_graph_finds_what_the_scan_finds_and_every_distance_is_the_matrixs(built):
+    m, rows, graph = built
+    cover = Cover.of(graph, rows, {r.id: i for i, r in enumerate(rows)})
+    assert len(cover.uncovered) == 0
+    qs = topical(50, seed=1)
+    hits = 0
+    for q in qs:
+        got, dist = nearest(m, q, 10, graph=graph, cover=cover)
+        hits += len(set(got) & set(exact(m, q, 10)))
+        for r in got + [0, 2999]:  # a row the graph did not return has its exact distance too
+            assert dist[r] == pytest.approx(1.0 - float(m[r] @ q), abs=1e-6)
+        assert [dist[r] for r in got] == sorted(dist[r] for r in got)
+    assert hits / (10 * len(qs)) >= 0.98
+
+
+def test_rows_written_since_the_graph_was_built_are_scanned_beside_it(built):
+    m, rows, graph = built
+    extra = topical(200, seed=2)
+    bigger = np.concatenate([m, extra])
+    more = rows + [Row(f"new:{i}", f"new passage {i}") for i in range(200)]
+    cover = Cover.of(graph, more, {r.id: i for i, r in enumerate(more)})
+    assert list(cover.uncovered) == list(range(3000, 3200))
+    got, dist = nearest(bigger, extra[123], 5, graph=graph, cover=cover)
+    assert got[0] == 3123 and dist[3123] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_passage_whose_text_changed_or_that_is_gone_is_not_taken_from_the_graph(built):
+    m, rows, graph = built
+    changed = list(rows)
+    changed[7] = Row(rows[7].id, "the same id, re-indexed with other text")
+    kept = changed[:2000]  # the rest gone
+    cover = Cover.of(graph, kept, {r.id: i for i, r in enumerate(kept)})
+    assert list(cover.uncovered) == [7]
+    assert cover.label_row[7] == -1 and cover.label_row[2500] == -1 and cover.label_row[8] == 8
+    got, _ = nearest(m[:2000], m[2500], 20, graph=graph, cover=cover)
+    assert all(r < 2000 for r in got)
+    assert cover.stale(len(kept))  # a third of the graph's rows are gone
+
+
+def test_a_mask_scans_the_rows_it_keeps_even_with_a_graph(built):
+    m, rows, graph = built
+    cover = Cover.of(graph, rows, {r.id: i for i, r in enumerate(rows)})
+    mask = np.zeros(len(m), dtype=np.float32)
+    mask[100:110] = 1
+    got, _ = nearest(m, m[5], 3, mask=mask, graph=graph, cover=cover)
+    assert got == [100 + i for i in exact(m[100:110], m[5], 3)]
+
+
+@pytest.mark.parametrize("above, rows, built_one", [(0, 500, False), (1000, 500, False), (100, 500, True)])
+def test_a_graph_is_built_only_above_the_threshold(above, rows, built_one):
+    graphs = Graphs(above)
+    graphs.offer("dense", topical(rows), rows_of(rows), None)
+    graphs.wait()
+    assert ("dense" in graphs.current) == built_one
+
+
+def test_a_new_graph_once_a_fifth_of_the_rows_are_new(built):
+    m, rows, graph = built
+    graphs = Graphs(100, current={"dense": graph})
+    few = rows + [Row(f"new:{i}", "x") for i in range(100)]  # 3% new: the graph still serves
+    graphs.offer("dense", np.concatenate([m, topical(100, seed=3)]), few,
+                 Cover.of(graph, few, {r.id: i for i, r in enumerate(few)}))
+    graphs.wait()
+    assert graphs.current["dense"] is graph
+    many = rows + [Row(f"new:{i}", "x") for i in range(1000)]
+    graphs.offer("dense", np.concatenate([m, topical(1000, seed=4)]), many,
+                 Cover.of(graph, many, {r.id: i for i, r in enumerate(many)}))
+    graphs.wait()
+    assert graphs.current["dense"] is not graph and len(graphs.current["dense"].ids) == 4000
