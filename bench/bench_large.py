@@ -283,11 +283,24 @@ def main() -> None:
                     help="small: bench_engine's 80-word vocabulary (every passage near every other: a graph's "
                          "hard case); zipf: 20,000 words on 500 topics, as real folders are")
     ap.add_argument("--label", default="", help="a name for this run's output file (bench/out/large-LABEL.json)")
+    ap.add_argument("--plot", nargs="+", metavar=("SVG", "NAME=JSON"),
+                    help="draw the curves of earlier runs: an SVG path, then NAME=file for each series "
+                         "(a file this script wrote, or several: NAME=a.json,b.json)")
     ap.add_argument("--child", choices=("build", "measure"), help=argparse.SUPPRESS)
     ap.add_argument("--size", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         return child(args)
+    if args.plot:
+        series = {}
+        for spec in args.plot[1:]:
+            name, files = spec.split("=", 1)
+            rows = []
+            for f in files.split(","):
+                got = json.loads(Path(f).read_text())
+                rows += got["rows"] if "rows" in got else [got]
+            series[name] = [(r["chunks"], r["beyond"]["median"], r["rss_mb"]["after the searches"]) for r in rows]
+        return plot(series, Path(args.plot[0]))
     OUT.mkdir(exist_ok=True)
     rows = []
     for size in args.sizes:
@@ -322,3 +335,38 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def plot(series: dict[str, list[tuple[int, float, float]]], path: Path) -> None:
+    """Two panels as SVG (no plotting library here): search time beyond the embeddings (median, ms) and
+    resident memory (MB) against passages, log scale, one line per series ((passages, ms, MB) points)."""
+    w, h, pad = 360, 240, 48
+    colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+    xs = sorted({p[0] for pts in series.values() for p in pts})
+    lo, hi = np.log10(min(xs)), np.log10(max(xs))
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * w + 20}" height="{h + 40}" '
+           f'font-family="sans-serif" font-size="11">']
+    for panel, (k, label) in enumerate(((1, "beyond the embeddings, median ms"), (2, "resident memory, MB"))):
+        ox = panel * (w + 20)
+        top = max(p[k] for pts in series.values() for p in pts) * 1.15
+        X = lambda n: ox + pad + (np.log10(n) - lo) / ((hi - lo) or 1) * (w - 2 * pad)  # noqa: E731
+        Y = lambda v: h - pad + 10 - v / top * (h - 2 * pad)  # noqa: E731
+        out.append(f'<text x="{ox + pad}" y="16" font-weight="bold">{label}</text>')
+        out.append(f'<line x1="{ox + pad}" y1="{Y(0)}" x2="{ox + w - pad}" y2="{Y(0)}" stroke="#888"/>')
+        out.append(f'<line x1="{ox + pad}" y1="{Y(0)}" x2="{ox + pad}" y2="{Y(top)}" stroke="#888"/>')
+        for frac in (0.25, 0.5, 0.75, 1.0):
+            v = top / 1.15 * frac
+            out.append(f'<text x="{ox + pad - 4}" y="{Y(v) + 4}" text-anchor="end">{v:,.0f}</text>')
+        for n in xs:
+            out.append(f'<text x="{X(n)}" y="{Y(0) + 14}" text-anchor="middle">{n:,}</text>')
+        for i, (name, pts) in enumerate(series.items()):
+            pts = sorted(pts)
+            c = colours[i % len(colours)]
+            out.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>'
+                       % (c, " ".join(f"{X(p[0]):.1f},{Y(p[k]):.1f}" for p in pts)))
+            out += [f'<circle cx="{X(p[0]):.1f}" cy="{Y(p[k]):.1f}" r="3" fill="{c}"/>' for p in pts]
+            if panel == 0:
+                out.append(f'<text x="{ox + pad + 8}" y="{32 + 14 * i}" fill="{c}">{name}</text>')
+        out.append(f'<text x="{ox + w / 2}" y="{h + 30}" text-anchor="middle">passages (log scale)</text>')
+    out.append("</svg>")
+    path.write_text("\n".join(out), encoding="utf-8")

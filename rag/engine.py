@@ -565,8 +565,10 @@ class Engine:
                 f"settings.")
 
     def close(self) -> None:
-        """Stop indexing and let go of the index's files: another engine may then open the same index."""
+        """Stop indexing and let go of the index's files: another engine may then open the same index. A graph
+        being built (rag.vectors) is finished and saved first, so the next start reads it."""
         self.stop()
+        self.indexer.graphs.wait()
         self.library.close()
         self.store.close()
 

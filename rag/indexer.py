@@ -128,7 +128,10 @@ class Indexer:
         self._chunks_by_doc: dict[str, _Held] = {}
         self._tokens: dict[tuple[str, str], list[str]] = {}  # BM25 tokens of published chunks
         self._publish_lock = threading.Lock()
-        self.graphs = Graphs(settings.graph_above)  # each dense side's graph in a large folder (rag.vectors)
+        # Each dense side's graph in a large folder (rag.vectors), saved in the index folder and read at start.
+        self.graphs = Graphs(settings.graph_above, folder=settings.index_path / "graphs",
+                             models={"dense": embedder.name, **({"multilingual": self.side.name} if self.side else {})})
+        self.graphs.load()
         # What the calibration depends on in the folder, as of the last publish (the only time it changes):
         # so that choosing a question's threshold reads no library record.
         self.content_key: list[tuple[str, str, int]] = []

@@ -147,6 +147,24 @@ def _one_edit(a: str, b: str) -> bool:
     return short[i:] == long_[i + 1:]
 
 
+def _edits(word: str, letters: str) -> set[str]:
+    """Every string one edit from `word` (a letter dropped, added, changed, or two neighbours swapped), as
+    `_one_edit` defines it.
+
+    >>> sorted(w for w in _edits("abc", "abc") if _one_edit("abc", w)) == sorted(_edits("abc", "abc"))
+    True
+    >>> sorted(_edits("abc", "ab"))[:8]
+    ['aabc', 'aac', 'ab', 'aba', 'abac', 'abb', 'abbc', 'abca']
+    """
+    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    out = {a + b[1:] for a, b in splits if b}
+    out |= {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+    out |= {a + c + b[1:] for a, b in splits if b for c in letters}
+    out |= {a + c + b for a, b in splits for c in letters}
+    out.discard(word)
+    return out
+
+
 @dataclass
 class LexicalIndex:
     """BM25 over a fixed list of chunk texts; positions refer to that list."""
@@ -157,6 +175,7 @@ class LexicalIndex:
     # Each looked-up token's chunks (a view of bm25s's index, sorted), kept: a question's words are read
     # against every candidate, and their neighbours' questions use many of the same words.
     _rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _letters: str | None = field(default=None, repr=False)  # the characters the vocabulary uses (`near_tokens`)
 
     @classmethod
     def build(cls, texts: Sequence[str], langs: Sequence[str], k1: float = 1.2, b: float = 0.75,
@@ -221,16 +240,22 @@ class LexicalIndex:
         return True
 
     def near_tokens(self, term: str, lang: str = "") -> tuple[str, ...]:
-        """The folder's index tokens one letter off the term's (see `spelled_near`): "asia" for "asian"."""
+        """The folder's index tokens one letter off the term's (see `spelled_near`): "asia" for "asian".
+        Looked up, not scanned for: every string one edit away (over the letters the vocabulary uses) is
+        asked of the vocabulary, a few hundred look-ups whatever the folder's size."""
         if self._bm25 is None or is_code(term):  # ERR-4017 is not a misspelling of ERR-4018
             return ()
-        out: dict[str, None] = {}
+        vocab, out = self._bm25.vocab_dict, {}
         for lang in self._readings(lang):
             for token in term_tokens(term, lang):
                 if len(token) >= 5:
-                    out.update((v, None) for v in self._bm25.vocab_dict
-                               if abs(len(v) - len(token)) <= 1 and _one_edit(token, v))
-        return tuple(out)
+                    out.update((v, vocab[v]) for v in _edits(token, self._alphabet()) if v in vocab)
+        return tuple(sorted(out, key=out.get))  # in the vocabulary's order, as a scan would find them
+
+    def _alphabet(self) -> str:
+        if self._letters is None:
+            self._letters = "".join(sorted(set().union(*self._bm25.vocab_dict)))
+        return self._letters
 
     def holds_any(self, position: int, tokens: Sequence[str]) -> bool:
         """Whether the chunk at `position` holds one of these index tokens."""

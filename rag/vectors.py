@@ -9,8 +9,10 @@ since it was built) are scanned exactly beside it. A scan over 100,000 rows cost
 search scans four times (two sides, and feedback's second search), which is what the graph saves.
 
 A graph is built from one snapshot's matrix in a background thread (`Graphs.offer`, called at each publish)
-and never changes after: searches read it without locks. It covers passages by chunk id and text, so a
-passage re-indexed with other text since is treated as new. A new graph is built when a fifth of the
+and never changes after: searches read it without locks. It covers passages by chunk id and text (a CRC-32
+of it), so a passage re-indexed with other text since is treated as new. Each graph is saved in the index
+folder under its side's model name, so the next start reads it (a second or so at 100,000 passages) rather
+than building it again (minutes). A new graph is built when a fifth of the
 snapshot's rows are not covered, or a fifth of the graph's rows are gone; until the first is ready, every
 search scans, exactly, as below the threshold.
 
@@ -25,8 +27,12 @@ What it does not do: filtered searches through the graph. A search kept to some 
 
 from __future__ import annotations
 
+import os
+import re
 import threading
+import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -90,7 +96,7 @@ class Graph:
 
     index: object  # faiss.IndexHNSWSQ, inner product
     ids: tuple[str, ...]  # label -> chunk id
-    hashes: np.ndarray  # label -> hash of the chunk's text (this process's: the graph is never saved)
+    hashes: np.ndarray  # label -> CRC-32 of the chunk's text
 
     @classmethod
     def build(cls, matrix: np.ndarray, ids: Sequence[str], texts: Sequence[str]) -> "Graph":
@@ -101,7 +107,34 @@ class Graph:
         index.hnsw.efConstruction = GRAPH_BUILD_BREADTH
         index.train(matrix)
         index.add(matrix)
-        return cls(index, tuple(ids), np.array([hash(t) for t in texts], dtype=np.int64))
+        return cls(index, tuple(ids), np.array([text_hash(t) for t in texts], dtype=np.int64))
+
+    def save(self, path: Path) -> None:
+        """Write the graph and its rows' keys beside each other, each through a temporary file: a crash
+        leaves the previous pair or none, never half of one."""
+        import faiss
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        keys = path.with_suffix(".keys.npz")
+        faiss.write_index(self.index, str(path) + ".tmp")
+        with open(str(keys) + ".tmp", "wb") as f:
+            np.savez(f, ids=np.array(self.ids, dtype=str), hashes=self.hashes)
+        os.replace(str(keys) + ".tmp", keys)
+        os.replace(str(path) + ".tmp", path)
+
+    @classmethod
+    def load(cls, path: Path) -> "Graph | None":
+        """The graph saved at `path`, or None when there is none or it cannot be read (it is then rebuilt)."""
+        import faiss
+
+        keys = path.with_suffix(".keys.npz")
+        try:
+            index = faiss.read_index(str(path))
+            with np.load(keys) as got:
+                ids, hashes = tuple(got["ids"].tolist()), got["hashes"]
+        except (OSError, RuntimeError, ValueError, KeyError):
+            return None
+        return cls(index, ids, hashes) if index.ntotal == len(ids) == len(hashes) else None
 
     def propose(self, q: np.ndarray, k: int) -> np.ndarray:
         import faiss
@@ -126,7 +159,7 @@ class Cover:
         covered = np.zeros(len(chunks), dtype=bool)
         for label, (cid, h) in enumerate(zip(graph.ids, graph.hashes.tolist())):
             row = pos.get(cid)
-            if row is not None and hash(chunks[row].text) == h:
+            if row is not None and text_hash(chunks[row].text) == h:
                 label_row[label] = row
                 covered[row] = True
         return cls(label_row, np.flatnonzero(~covered))
@@ -141,15 +174,23 @@ class Cover:
         return len(self.uncovered) > REBUILD_SHARE * rows or gone > REBUILD_SHARE * max(len(self.label_row), 1)
 
 
+def text_hash(text: str) -> int:
+    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
+
+
 @dataclass
 class Graphs:
     """The current graph of each side (None until one is built), and the background builds.
 
     `offer` is called with each new snapshot; it starts a build when the side has more than `above` rows and
-    no graph covers it well, one build at a time per side. `wait` (tests, benchmarks) joins the builds."""
+    no graph covers it well, one build at a time per side. `folder`: where each side's graph is saved, as
+    `<side>-<model>.faiss` (`models`: side -> model name), and read from at start. `wait` (tests, benchmarks)
+    joins the builds."""
 
     above: int
     current: dict[str, Graph] = field(default_factory=dict)
+    folder: Path | None = None
+    models: dict[str, str] = field(default_factory=dict)
     _threads: dict[str, threading.Thread] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -170,8 +211,29 @@ class Graphs:
             self._threads[side] = thread
             thread.start()
 
+    def _path(self, side: str) -> Path | None:
+        if self.folder is None:
+            return None
+        slug = re.sub(r"[^a-zA-Z0-9._-]+", "-", self.models.get(side, "")).strip("-.") or "model"
+        return self.folder / f"{side}-{slug}.faiss"
+
+    def load(self) -> None:
+        """Read each side's saved graph, if any (before the first snapshot: its cover says what it lacks)."""
+        for side in self.models if self.above > 0 else ():
+            path = self._path(side)
+            graph = Graph.load(path) if path is not None and path.is_file() else None
+            if graph is not None:
+                self.current[side] = graph
+
     def _build(self, side: str, matrix: np.ndarray, ids: tuple[str, ...], texts: tuple[str, ...]) -> None:
-        self.current[side] = Graph.build(matrix, ids, texts)
+        graph = Graph.build(matrix, ids, texts)
+        self.current[side] = graph
+        path = self._path(side)
+        if path is not None:
+            try:
+                graph.save(path)
+            except OSError:
+                pass  # a read-only index: built again at the next start
 
     def wait(self) -> None:
         for thread in list(self._threads.values()):

@@ -81,3 +81,14 @@ def test_the_store_is_let_go_of_while_idle_and_opened_again_to_write(pair):
     assert graphed.store.count() == len(graphed.snapshot.chunks) == count + 1
     assert set(graphed.indexer.side_store.all_vectors()) == {c.id for c in graphed.snapshot.chunks}
     assert graphed.search("When is the boiler serviced?").candidates[0].doc_name == "notes-2.md"
+
+
+def test_a_restart_reads_the_saved_graphs_rather_than_building_them(pair, make_engine):
+    graphed, _, folder = pair
+    built = {side: g.ids for side, g in graphed.indexer.graphs.current.items()}
+    index = graphed.settings.index_path
+    graphed.close()
+    again = make_engine(folder, graph_above=1, index_dir=index)
+    assert {side: g.ids for side, g in again.indexer.graphs.current.items()} == built
+    assert not again.indexer.graphs._threads  # nothing was built: each read graph covers every passage
+    assert again.search(QUESTIONS[1]).candidates[0].doc_name == "lease.md"

@@ -111,3 +111,27 @@ def test_a_new_graph_once_a_fifth_of_the_rows_are_new(built):
                  Cover.of(graph, many, {r.id: i for i, r in enumerate(many)}))
     graphs.wait()
     assert graphs.current["dense"] is not graph and len(graphs.current["dense"].ids) == 4000
+
+
+def test_a_saved_graph_is_read_back_and_a_broken_one_is_rebuilt(built, tmp_path):
+    m, rows, graph = built
+    graphs = Graphs(100, folder=tmp_path / "graphs", models={"dense": "all-MiniLM-L6-v2"})
+    graphs.offer("dense", m, rows, None)
+    graphs.wait()
+    saved = sorted(p.name for p in (tmp_path / "graphs").iterdir())
+    assert saved == ["dense-all-MiniLM-L6-v2.faiss", "dense-all-MiniLM-L6-v2.keys.npz"]
+    again = Graphs(100, folder=tmp_path / "graphs", models={"dense": "all-MiniLM-L6-v2"})
+    again.load()
+    read = again.current["dense"]
+    assert read.ids == graphs.current["dense"].ids and list(read.hashes) == list(graphs.current["dense"].hashes)
+    cover = Cover.of(read, rows, {r.id: i for i, r in enumerate(rows)})
+    assert len(cover.uncovered) == 0
+    got, _ = nearest(m, m[42], 1, graph=read, cover=cover)
+    assert got == [42]
+    other = Graphs(100, folder=tmp_path / "graphs", models={"dense": "another-model"})
+    other.load()
+    assert other.current == {}  # a graph of another model's vectors is never read
+    (tmp_path / "graphs" / "dense-all-MiniLM-L6-v2.faiss").write_bytes(b"not a graph")
+    broken = Graphs(100, folder=tmp_path / "graphs", models={"dense": "all-MiniLM-L6-v2"})
+    broken.load()
+    assert broken.current == {}
