@@ -203,6 +203,7 @@ class Indexer:
                                  np.stack([c.vector for c in chunks]))
         del by_doc
         if self.side_store is not None:
+            self.store.release()  # one collection's HNSW index in memory at a time (Chroma loads it to read)
             self._with_side(held)
         self._chunks_by_doc = held
         self._publish()
