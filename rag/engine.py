@@ -118,7 +118,7 @@ class Engine:
         # The write-group size is read from this module when the engine opens, so a caller that sets
         # `rag.engine.EMBED_GROUP` first (crash and queue tests do, for small write groups) gets it.
         self.indexer = Indexer(settings, self.embedder, self.strategy, after_change=self._after_change,
-                               group=EMBED_GROUP, side=self.side)
+                               group=EMBED_GROUP, side=self.side, graph_probes=self._graph_probes)
         self.side = self.indexer.side  # None when its collection could not be opened (indexer.side_error says why)
         # The indexer's parts, under the names callers have always used (the same objects, not copies).
         self.store = self.indexer.store
@@ -409,6 +409,14 @@ class Engine:
             self._unrelated_vectors = {lang: self.embedder.embed_batch([q for _, q in unrelated_questions(lang)])
                                        for lang in CALIBRATED_LANGUAGES}
         return self._unrelated_vectors
+
+    def _graph_probes(self, side: str) -> np.ndarray | None:
+        """Questions a new graph is checked with against the exact scan (rag.vectors): every tenth of the
+        unrelated ones, the questions the calibration asks through the same graph."""
+        if side == "dense":
+            return np.concatenate(list(self._calibration_vectors().values()))[::10]
+        vectors = self._calibration_side_vectors()
+        return np.stack(list(vectors.values()))[::10] if vectors else None
 
     def _calibration_side_vectors(self) -> dict[str, np.ndarray]:
         """The unrelated questions' multilingual vectors by question ({} when the side is off): once per process."""

@@ -105,7 +105,9 @@ class Indexer:
 
     def __init__(self, settings: Settings, embedder: Embedder, strategy: Strategy,
                  after_change: Callable[[], None] = lambda: None, group: int = EMBED_GROUP,
-                 side: MultilingualEmbedder | None = None):
+                 side: MultilingualEmbedder | None = None,
+                 graph_probes: Callable[[str], np.ndarray | None] | None = None):
+        """`graph_probes`: side -> question vectors each new graph is checked with (rag.vectors.Graphs)."""
         self.settings = settings
         self.folder = Path(settings.folder)
         self.embedder = embedder
@@ -130,7 +132,8 @@ class Indexer:
         self._publish_lock = threading.Lock()
         # Each dense side's graph in a large folder (rag.vectors), saved in the index folder and read at start.
         self.graphs = Graphs(settings.graph_above, folder=settings.index_path / "graphs",
-                             models={"dense": embedder.name, **({"multilingual": self.side.name} if self.side else {})})
+                             models={"dense": embedder.name, **({"multilingual": self.side.name} if self.side else {})},
+                             probes=graph_probes)
         self.graphs.load()
         # What the calibration depends on in the folder, as of the last publish (the only time it changes):
         # so that choosing a question's threshold reads no library record.

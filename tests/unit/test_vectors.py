@@ -135,3 +135,20 @@ def test_a_saved_graph_is_read_back_and_a_broken_one_is_rebuilt(built, tmp_path)
     broken = Graphs(100, folder=tmp_path / "graphs", models={"dense": "all-MiniLM-L6-v2"})
     broken.load()
     assert broken.current == {}
+
+
+def test_a_graph_is_checked_against_the_scan_and_one_that_misses_too_much_is_not_used(built, monkeypatch, tmp_path):
+    import rag.vectors as vectors
+
+    m, rows, graph = built
+    probes = topical(30, seed=5)
+    good = graph.tuned(m, probes)
+    assert good.breadth == vectors.GRAPH_BREADTHS[0] and good.recall >= vectors.GRAPH_RECALL
+    monkeypatch.setattr(vectors, "GRAPH_RECALL", 1.01)  # no breadth can reach it
+    bad = graph.tuned(m, probes)
+    assert bad.breadth == 0 and bad.recall is not None
+    cover = Cover.of(bad, rows, {r.id: i for i, r in enumerate(rows)})
+    got, _ = nearest(m, probes[0], 10, graph=bad, cover=cover)
+    assert got == exact(m, probes[0], 10)  # scanned
+    bad.save(tmp_path / "g.faiss")
+    assert Graph.load(tmp_path / "g.faiss").breadth == 0  # and still not used after a restart
