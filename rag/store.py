@@ -141,17 +141,12 @@ class ChunkStore:
         return f"cannot open the index at {self.settings.index_path} ({type(exc).__name__}: {exc})"
 
     def _call(self, method: str, *args, **kwargs):
-        """The collection's `method`, under the client's lock (`release` may close it meanwhile)."""
+        """The collection's `method` ("client.name": the client's), under the client's lock (`release` may
+        close it meanwhile)."""
         try:
             with self._lock:
-                return getattr(self.collection, method)(*args, **kwargs)
-        except Exception as exc:
-            raise StoreError(self._explain(exc)) from exc
-
-    def _call_client(self, method: str, *args, **kwargs):
-        try:
-            with self._lock:
-                return getattr(self.client, method)(*args, **kwargs)
+                target = self.client if method.startswith("client.") else self.collection
+                return getattr(target, method.removeprefix("client."))(*args, **kwargs)
         except Exception as exc:
             raise StoreError(self._explain(exc)) from exc
 
@@ -196,10 +191,10 @@ class ChunkStore:
         """Delete collections of other models once nothing needs them: their vectors cannot be compared.
         `keep`: other collections still in use (the multilingual side's)."""
         dropped = []
-        for c in self._call_client("list_collections"):
+        for c in self._call("client.list_collections"):
             name = getattr(c, "name", c)
             if name.startswith(self.settings.collection_prefix + "-") and name != self.name and name not in keep:
-                self._call_client("delete_collection", name)
+                self._call("client.delete_collection", name)
                 dropped.append(name)
         return dropped
 

@@ -100,7 +100,7 @@ def nearest(matrix: np.ndarray, q: np.ndarray, n: int, mask: np.ndarray | None =
 class Graph:
     """A HNSW graph over the rows of one matrix, immutable once built; rows are known by chunk id and text."""
 
-    index: object  # faiss.IndexHNSWSQ, inner product
+    index: object  # faiss.IndexHNSWSQ, inner product (None: found not worth using, `tuned`)
     ids: tuple[str, ...]  # label -> chunk id
     hashes: np.ndarray  # label -> CRC-32 of the chunk's text
     breadth: int = GRAPH_BREADTH  # the search's breadth (`tuned`); 0: the graph misses too much, scan instead
@@ -131,7 +131,7 @@ class Graph:
             recall = found / (n * max(len(probes), 1))
             if recall >= GRAPH_RECALL:
                 return dataclasses.replace(graph, recall=recall)
-        return dataclasses.replace(self, breadth=0, recall=recall)
+        return dataclasses.replace(self, index=None, breadth=0, recall=recall)  # kept as a record, not in memory
 
     def save(self, path: Path) -> None:
         """Write the graph and its rows' keys beside each other, each through a temporary file: a crash
@@ -140,7 +140,10 @@ class Graph:
 
         path.parent.mkdir(parents=True, exist_ok=True)
         keys = path.with_suffix(".keys.npz")
-        faiss.write_index(self.index, str(path) + ".tmp")
+        if self.index is None:  # a graph found not worth using: its record alone, so no start builds it again
+            faiss.write_index(faiss.IndexFlatIP(1), str(path) + ".tmp")
+        else:
+            faiss.write_index(self.index, str(path) + ".tmp")
         with open(str(keys) + ".tmp", "wb") as f:
             np.savez(f, ids=np.array(self.ids, dtype=str), hashes=self.hashes,
                      breadth=np.array([self.breadth, -1.0 if self.recall is None else self.recall]))
@@ -159,6 +162,8 @@ class Graph:
                 ids, hashes, (breadth, recall) = tuple(got["ids"].tolist()), got["hashes"], got["breadth"]
         except (OSError, RuntimeError, ValueError, KeyError):
             return None
+        if not breadth:
+            return cls(None, ids, hashes, 0, None if recall < 0 else float(recall))
         if not index.ntotal == len(ids) == len(hashes):
             return None
         return cls(index, ids, hashes, int(breadth), None if recall < 0 else float(recall))

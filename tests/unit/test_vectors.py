@@ -146,9 +146,10 @@ def test_a_graph_is_checked_against_the_scan_and_one_that_misses_too_much_is_not
     assert good.breadth == vectors.GRAPH_BREADTHS[0] and good.recall >= vectors.GRAPH_RECALL
     monkeypatch.setattr(vectors, "GRAPH_RECALL", 1.01)  # no breadth can reach it
     bad = graph.tuned(m, probes)
-    assert bad.breadth == 0 and bad.recall is not None
+    assert bad.breadth == 0 and bad.recall is not None and bad.index is None  # nothing of it held
     cover = Cover.of(bad, rows, {r.id: i for i, r in enumerate(rows)})
     got, _ = nearest(m, probes[0], 10, graph=bad, cover=cover)
     assert got == exact(m, probes[0], 10)  # scanned
     bad.save(tmp_path / "g.faiss")
-    assert Graph.load(tmp_path / "g.faiss").breadth == 0  # and still not used after a restart
+    read = Graph.load(tmp_path / "g.faiss")
+    assert read.breadth == 0 and read.ids == graph.ids  # still not used after a restart, nor built again
