@@ -32,6 +32,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import re
 import time
 import zlib
 from pathlib import Path
@@ -58,8 +59,6 @@ class HashModel:
         return v
 
     def encode(self, texts, **_kw) -> np.ndarray:
-        import re
-
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for i, t in enumerate(texts):
             words = re.findall(r"\w+", t.lower()) or ["empty"]
@@ -181,8 +180,6 @@ def breakdown(engine) -> dict[str, float]:
         out["BM25 vocabulary"] = vocab * mb
     return out
 
-
-WORDS = None
 
 
 def questions(n: int, seed: int = 11, corpus: str = "small", size: int = 0) -> list[str]:

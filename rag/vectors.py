@@ -51,7 +51,9 @@ GRAPH_PROPOSALS = 3
 # is scanned (a folder whose vectors a graph cannot navigate: measured on one made of random bags of words).
 GRAPH_BREADTHS = (GRAPH_BREADTH, 512, 1024)
 GRAPH_RECALL = 0.99
-REBUILD_SHARE = 0.2  # a new graph when this share of the snapshot's rows is not covered, or of the graph's is gone
+# A new graph when this share of the snapshot's rows is not covered, or of the graph's is gone. Not tuned: a
+# guess between scanning many uncovered rows beside the graph and building often while a folder is indexed.
+REBUILD_SHARE = 0.2
 
 
 class Distances:
@@ -69,9 +71,6 @@ class Distances:
         if row not in self._known:
             self._known[row] = float(1.0 - self._matrix[row] @ self._q)
         return self._known[row]
-
-    def __len__(self) -> int:
-        return len(self._matrix)
 
 
 def nearest(matrix: np.ndarray, q: np.ndarray, n: int, mask: np.ndarray | None = None,
