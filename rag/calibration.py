@@ -428,7 +428,7 @@ def folder_sentences(chunks: Sequence, n: int = 40, min_words: int = 6) -> list[
         return []
     step = max(1, len(chunks) // n)
     out: list[tuple[str, str]] = []
-    for c in list(chunks)[::step]:
+    for c in chunks[::step]:
         for s, e in sentences(c.content):
             text = " ".join(c.content[s:e].split())
             if len(text.split()) >= min_words:

@@ -576,7 +576,8 @@ class Engine:
         """Stop indexing and let go of the index's files: another engine may then open the same index. A graph
         being built (rag.vectors) is finished and saved first, so the next start reads it."""
         self.stop()
-        self.indexer.graphs.wait()
+        if self.indexer.graphs is not None:
+            self.indexer.graphs.wait()
         self.library.close()
         self.store.close()
 

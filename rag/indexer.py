@@ -36,9 +36,10 @@ from rag.library import VISIBLE, DocRecord, Library, Stamp, WriterLock
 from rag.queue import (CANCELLED, EMBEDDING, EXTRACTING, FAILED, INDEXED, REMOVED, FolderWatcher, IndexQueue,
                        QueueItem, Stopped)
 from rag.search import Snapshot
+from rag.served import StoredRows, StoredVectors
 from rag.vectors import Graphs
 from rag.settings import Settings
-from rag.store import ChunkStore, StoreError, StoredChunk, chunk_metadata
+from rag.store import PAGE, ChunkStore, StoreError, StoredChunk, chunk_metadata
 
 Progress = Callable[[int, int, str], None]  # (done, total, current file)
 EMBED_GROUP = 256  # chunks embedded together across small documents: the model is fastest in full batches
@@ -71,11 +72,25 @@ class SyncReport:
 class _Held:
     """One visible document's chunks as written (texts and metadata; their `vector`/`side` left None) and
     their vectors, one matrix per side, in chunk order. After each publish the matrices are views into the
-    snapshot's (`Indexer._publish`), so the process holds each vector once however often it publishes."""
+    snapshot's (`Indexer._publish`), so the process holds each vector once however often it publishes.
+
+    When search reads the store (rag.served), only each chunk's id and language are held (`_light`), no
+    vectors, and the chunks' BM25 `tokens`, made once from the text as it was written or read."""
 
     chunks: list[StoredChunk]
-    vectors: np.ndarray
+    vectors: np.ndarray | None
     sides: np.ndarray | None = None
+    tokens: list[list[str]] | None = None
+
+
+@functools.lru_cache(maxsize=None)
+def _lang_meta(lang: str) -> dict:
+    return {"lang": lang}  # one dict per language, shared by every light chunk: never written to
+
+
+def _light(c: StoredChunk) -> StoredChunk:
+    """A chunk reduced to what a snapshot that reads the store holds of it (rag.served)."""
+    return StoredChunk(c.id, c.doc_id, "", _lang_meta(c.meta.get("lang", "")))
 
 
 def _trim_heap() -> None:
@@ -115,6 +130,7 @@ class Indexer:
         self.after_change = after_change
         self.group = group
         self.store = ChunkStore(settings, embedder.name, embedder.dimension)
+        self.served = settings.search_reads == "store"  # search reads the store, not the snapshot (rag.served)
         # The multilingual side (rag.multilingual): its vectors in a collection of their own, under the same
         # chunk ids, written and deleted with the chunks. A chunk without one (the side was off when it was
         # indexed, or its model changed) gets it when the snapshot is rebuilt (`reload`).
@@ -131,10 +147,13 @@ class Indexer:
         self._tokens: dict[tuple[str, str], list[str]] = {}  # BM25 tokens of published chunks
         self._publish_lock = threading.Lock()
         # Each dense side's graph in a large folder (rag.vectors), saved in the index folder and read at start.
-        self.graphs = Graphs(settings.graph_above, folder=settings.index_path / "graphs",
-                             models={"dense": embedder.name, **({"multilingual": self.side.name} if self.side else {})},
-                             probes=graph_probes)
-        self.graphs.load()
+        # (None when search reads the store: its own index is the graph.)
+        self.graphs = None if self.served else Graphs(
+            settings.graph_above, folder=settings.index_path / "graphs",
+            models={"dense": embedder.name, **({"multilingual": self.side.name} if self.side else {})},
+            probes=graph_probes)
+        if self.graphs is not None:
+            self.graphs.load()
         # What the calibration depends on in the folder, as of the last publish (the only time it changes):
         # so that choosing a question's threshold reads no library record.
         self.content_key: list[tuple[str, str, int]] = []
@@ -195,15 +214,22 @@ class Indexer:
     def reload(self) -> None:
         """Rebuild the search snapshot from the store (the truth) and the library's statuses."""
         visible = {r.doc_id for r in self.library.all() if r.status in VISIBLE}
-        by_doc: dict[str, list[StoredChunk]] = {}
-        for c in self.store.all_chunks(vectors=True):
+        by_doc: dict[str, list[tuple[int, StoredChunk, list[str] | None]]] = {}
+        for c in self.store.all_chunks(vectors=not self.served):
             if c.doc_id in visible:
-                by_doc.setdefault(c.doc_id, []).append(c)
+                at, tokens = int(c.meta["chunk_index"]), None
+                if self.served:  # the text is read once, for BM25, and left in the store
+                    c, tokens = _light(c), analyze(c.text, c.meta.get("lang", ""))
+                by_doc.setdefault(c.doc_id, []).append((at, c, tokens))
         held = {}
-        for doc_id, chunks in by_doc.items():
-            chunks.sort(key=lambda c: int(c.meta["chunk_index"]))
-            held[doc_id] = _Held([dataclasses.replace(c, vector=None) for c in chunks],
-                                 np.stack([c.vector for c in chunks]))
+        for doc_id, rows in by_doc.items():
+            rows.sort(key=lambda r: r[0])
+            chunks = [c for _, c, _ in rows]
+            if self.served:
+                held[doc_id] = _Held(chunks, None, tokens=[t for _, _, t in rows])
+            else:
+                held[doc_id] = _Held([dataclasses.replace(c, vector=None) for c in chunks],
+                                     np.stack([c.vector for c in chunks]))
         del by_doc
         if self.side_store is not None:
             self.store.release()  # one collection's HNSW index in memory at a time (Chroma loads it to read)
@@ -214,21 +240,34 @@ class Indexer:
 
     def _with_side(self, held: dict[str, _Held]) -> None:
         """Each document's multilingual vectors; the ones the side store lacks are embedded now and written
-        when no other process is writing (else they are embedded again at its next start)."""
+        when no other process is writing (else they are embedded again at its next start). When search reads
+        the store, nothing is held: the missing ones' texts are read back a page at a time, embedded, written."""
+        if self.served:
+            stored_ids = self.side_store.ids()
+            missing = [c for h in held.values() for c in h.chunks if c.id not in stored_ids]
+            for at in range(0, len(missing), PAGE):
+                texts = self.store.chunks([c.id for c in missing[at:at + PAGE]])
+                part = [c for c in missing[at:at + PAGE] if c.id in texts]
+                if part:
+                    self._write_side(part, self.side.embed_batch([texts[c.id].text for c in part]))
+            return
         stored = self.side_store.all_vectors()
         missing = [c for h in held.values() for c in h.chunks if c.id not in stored]
         if missing:
             vectors = self.side.embed_batch([c.text for c in missing])
             stored.update(zip((c.id for c in missing), vectors))
-            if self.lock.acquire(timeout=0):
-                try:
-                    self.side_store.add_vectors([c.id for c in missing], [c.doc_id for c in missing], vectors)
-                except StoreError:
-                    pass  # a read-only index: searched with the vectors made here, made again next start
-                finally:
-                    self.lock.release()
+            self._write_side(missing, vectors)
         for h in held.values():
             h.sides = np.stack([stored.pop(c.id) for c in h.chunks])
+
+    def _write_side(self, chunks: list[StoredChunk], vectors: np.ndarray) -> None:
+        if self.lock.acquire(timeout=0):
+            try:
+                self.side_store.add_vectors([c.id for c in chunks], [c.doc_id for c in chunks], vectors)
+            except StoreError:
+                pass  # a read-only index: searched with the vectors made here, made again next start
+            finally:
+                self.lock.release()
 
     # Publishing lives here, beside the writes, rather than in the engine that only reads its result: each
     # write ends by publishing under the writer lock, so a document's chunks reach searches only once its
@@ -241,6 +280,10 @@ class Indexer:
             held = [self._chunks_by_doc[d] for d in shown]
             chunks = [c for h in held for c in h.chunks]
             docs = {d: (r.path, r.title, r.kind) for d, r in records.items()}
+            versions = {d: r.content_hash for d, r in records.items()}
+            if self.served:
+                self._publish_served(held, chunks, docs, versions, records)
+                return
             # BM25 is rebuilt after every change; analysing text is most of that, so unchanged chunks
             # keep their tokens (keyed by id and text: a re-indexed document reuses its ids).
             tokens, cache = [], {}
@@ -259,16 +302,33 @@ class Indexer:
                 if sides is not None:
                     h.sides = sides[at:at + len(h.chunks)]
                 at += len(h.chunks)
-            self.snapshot = Snapshot.build(chunks, docs, self.settings, tokens,
-                                           {d: r.content_hash for d, r in records.items()},
+            self.snapshot = Snapshot.build(chunks, docs, self.settings, tokens, versions,
                                            vectors=vectors, side_vectors=sides, graphs=self.graphs)
             for side, matrix in (("dense", vectors), ("multilingual", sides)):
                 _, cover = self.snapshot.graph_for(side)
                 self.graphs.offer(side, matrix, self.snapshot.chunks, cover)
-            self.content_key = sorted((r.doc_id, r.content_hash, r.chunks) for r in records.values()
-                                      if r.status in VISIBLE)
-            self.languages = languages_of(records.values())
+            self._published(records)
         _trim_heap()
+
+    def _publish_served(self, held: list[_Held], chunks: list[StoredChunk], docs: dict, versions: dict,
+                        records: dict[str, DocRecord]) -> None:
+        """`_publish` for a search that reads the store (rag.served): the rows' ids, documents and languages,
+        the BM25 index from the held tokens, and each side's vectors left in its store."""
+        ids = [c.id for c in chunks]
+        rows = StoredRows(ids, [c.doc_id for c in chunks], [c.meta.get("lang", "") for c in chunks], self.store,
+                          versions)
+        side = (StoredVectors(self.side_store, ids, self.side.dimension)
+                if self.side_store is not None else None)
+        self.snapshot = Snapshot.build(rows, docs, self.settings, [t for h in held for t in h.tokens], versions,
+                                       vectors=StoredVectors(self.store, ids, self.embedder.dimension),
+                                       side_vectors=side)
+        self._published(records)
+
+    def _published(self, records: dict[str, DocRecord]) -> None:
+        """What the calibration reads of the folder, as of this publish."""
+        self.content_key = sorted((r.doc_id, r.content_hash, r.chunks) for r in records.values()
+                                  if r.status in VISIBLE)
+        self.languages = languages_of(records.values())
 
     # --- indexing --------------------------------------------------------------------------------
 
@@ -496,18 +556,24 @@ class Indexer:
         at, now = 0, time.time()
         for rec, cs in group:
             rec.status, rec.reason, rec.chunks, rec.indexed_at = "indexed", "", len(cs), now
-            self._chunks_by_doc[rec.doc_id] = _Held(
-                [StoredChunk(c.id, c.doc_id, c.text, chunk_metadata(c, x)) for c, x in zip(cs, extras[at:at + len(cs)])],
-                np.array(vectors[at:at + len(cs)], dtype=np.float32),
-                None if sides is None else np.array(sides[at:at + len(cs)], dtype=np.float32))
+            written = [StoredChunk(c.id, c.doc_id, c.text, chunk_metadata(c, x)) for c, x in zip(cs, extras[at:at + len(cs)])]
+            if self.served:  # the store holds texts and vectors; this process their ids and BM25 tokens
+                self._chunks_by_doc[rec.doc_id] = _Held(
+                    [_light(c) for c in written], None, tokens=[analyze(c.text, c.meta.get("lang", "")) for c in written])
+            else:
+                self._chunks_by_doc[rec.doc_id] = _Held(
+                    written, np.array(vectors[at:at + len(cs)], dtype=np.float32),
+                    None if sides is None else np.array(sides[at:at + len(cs)], dtype=np.float32))
             at += len(cs)
             report.outcomes.append(FileOutcome(rec.path, "indexed", len(cs), doc_id=rec.doc_id))
         self.library.put(*recs)  # chunk counts and stamps land together, after all chunks are written
 
     @staticmethod
     def _chunk_extra(rec: DocRecord) -> dict:
+        # "version": the document's content hash, so a search reading the store can tell a chunk rewritten
+        # since its snapshot (rag.served).
         return {"lang": rec.lang, "model": rec.stamp.model, "dimension": rec.stamp.dimension,
-                "chunker": rec.stamp.chunker, "extractor": rec.stamp.extractor}
+                "chunker": rec.stamp.chunker, "extractor": rec.stamp.extractor, "version": rec.content_hash}
 
     # --- the indexing queue (rag.queue) -----------------------------------------------------------------
 

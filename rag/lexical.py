@@ -178,19 +178,20 @@ class LexicalIndex:
     _letters: str | None = field(default=None, repr=False)  # the characters the vocabulary uses (`near_tokens`)
 
     @classmethod
-    def build(cls, texts: Sequence[str], langs: Sequence[str], k1: float = 1.2, b: float = 0.75,
+    def build(cls, texts: Sequence[str] | None, langs: Sequence[str], k1: float = 1.2, b: float = 0.75,
               tokens: Sequence[list[str]] | None = None) -> "LexicalIndex":
-        """`tokens`: the texts already analysed (the engine keeps them between rebuilds)."""
+        """`tokens`: the texts already analysed (the engine keeps them between rebuilds; then `texts` may be
+        None: a snapshot that reads its texts from the store, rag.served, does not hold them)."""
         import bm25s
 
         present = tuple(sorted({l for l in langs if l in LANGUAGES})) or ("en",)
-        if not texts:
+        tokens = list(tokens) if tokens is not None else [analyze(t, l) for t, l in zip(texts, langs)]
+        if not tokens:
             return cls(present, 0, None)
         # "lucene" ranks like the textbook BM25 (measured against method="atire", idf="lucene"); the empty token keeps empty chunks indexable.
         bm25 = bm25s.BM25(k1=k1, b=b, method="lucene")
-        bm25.index(list(tokens) if tokens is not None else [analyze(t, l) for t, l in zip(texts, langs)],
-                   show_progress=False)
-        return cls(present, len(texts), bm25)
+        bm25.index(tokens, show_progress=False)
+        return cls(present, len(tokens), bm25)
 
     def scores(self, question: str, mask: np.ndarray | None = None) -> np.ndarray:
         tokens = analyze_query(question, self.languages) if self._bm25 is not None else []

@@ -53,6 +53,7 @@ from rag.evidence import analyze_question, weigh
 from rag.fusion import fused_order
 from rag.lexical import LexicalIndex, analyze, analyze_query, question_language
 from rag.multilingual import MultilingualEmbedder
+from rag.served import StoredRows, StoredVectors
 from rag.settings import Settings
 from rag.store import StoredChunk
 from rag.vectors import Cover, Distances, Graph, Graphs, nearest
@@ -181,7 +182,7 @@ class SearchResult:
 class Snapshot:
     """The searchable state at one moment: visible chunks, their vectors, BM25 index and documents."""
 
-    chunks: list[StoredChunk]
+    chunks: Sequence[StoredChunk]  # a list, or the store's rows read on demand (rag.served.StoredRows)
     lexical: LexicalIndex
     docs: dict[str, tuple[str, str, str]]  # doc_id -> (path, title, kind)
     pos: dict[str, int] = field(default_factory=dict)
@@ -191,6 +192,8 @@ class Snapshot:
     tokens: list[list[str]] | None = None  # row i is chunks[i]'s analysed text, as BM25 indexed it (feedback)
     versions: dict[str, str] = field(default_factory=dict)  # doc_id -> content hash of the indexed version
     graphs: Graphs | None = None  # each dense side's graph in a large folder (rag.vectors), shared by snapshots
+    ids: list[str] = field(default_factory=list)  # row i is chunks[i].id
+    langs: list[str] = field(default_factory=list)  # row i is chunks[i]'s language ("" when unclear)
     _covers: dict[str, tuple[Graph, Cover]] = field(default_factory=dict, repr=False)
 
     def graph_for(self, side: str) -> tuple[Graph | None, Cover | None]:
@@ -209,7 +212,14 @@ class Snapshot:
         """The languages the folder's passages are written in ('en', 'pt'; unclear ones left out): a short
         question is taken to be in one of them, and a refusal hints that a question in one language does not
         find the words of documents in another."""
-        return tuple(sorted({c.meta.get("lang", "") for c in self.chunks} - {""}))
+        return tuple(sorted(set(self.langs) - {""}))
+
+    def passages(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
+        """The passages at `rows`, by row: all of them from memory; read from the store (rag.served) when the
+        snapshot does not hold its texts, less any gone or being rewritten since the snapshot was built."""
+        if isinstance(self.chunks, StoredRows):
+            return {r: c for r, c in zip(rows, self.chunks.fetch(rows)) if c is not None}
+        return {r: self.chunks[r] for r in rows}
 
     @classmethod
     def build(cls, chunks: list[StoredChunk], docs: dict[str, tuple[str, str, str]], settings: Settings,
@@ -217,18 +227,22 @@ class Snapshot:
               vectors: np.ndarray | None = None, side_vectors: np.ndarray | None = None,
               graphs: Graphs | None = None) -> "Snapshot":
         """`vectors`, `side_vectors`: each side's matrix, row i chunks[i]'s (the indexer's, so each vector is
-        held once); by default stacked from the chunks' own `vector` and `side`."""
+        held once); by default stacked from the chunks' own `vector` and `side`. `chunks` may be the store's
+        rows (rag.served.StoredRows, with `tokens` and each side's StoredVectors): then texts stay there."""
+        if isinstance(chunks, StoredRows):
+            ids, langs, doc_of = chunks.ids, chunks.langs, chunks.doc_ids
+        else:
+            ids, langs, doc_of = [c.id for c in chunks], [c.meta.get("lang", "") for c in chunks], [c.doc_id for c in chunks]
         if tokens is None:
-            tokens = [analyze(c.text, c.meta.get("lang", "")) for c in chunks]
-        lexical = LexicalIndex.build([c.text for c in chunks], [c.meta.get("lang", "") for c in chunks],
-                                     k1=settings.bm25_k1, b=settings.bm25_b, tokens=tokens)
+            tokens = [analyze(c.text, lang) for c, lang in zip(chunks, langs)]
+        lexical = LexicalIndex.build(None, langs, k1=settings.bm25_k1, b=settings.bm25_b, tokens=tokens)
         if vectors is None:
             vectors = np.stack([c.vector for c in chunks]) if chunks else np.zeros((0, 0), dtype=np.float32)
         if side_vectors is None and chunks and all(c.side is not None for c in chunks):
             side_vectors = np.stack([c.side for c in chunks])
-        return cls(chunks, lexical, docs, {c.id: i for i, c in enumerate(chunks)},
-                   np.array([c.doc_id for c in chunks], dtype=object), vectors,
-                   side_vectors if chunks else None, list(tokens), dict(versions or {}), graphs)
+        return cls(chunks, lexical, docs, {cid: i for i, cid in enumerate(ids)}, np.array(doc_of, dtype=object),
+                   vectors, side_vectors if len(chunks) else None, list(tokens), dict(versions or {}), graphs,
+                   list(ids), list(langs))
 
 
 def dense_top(snapshot: Snapshot, qv: np.ndarray, n: int, mask: np.ndarray | None = None,
@@ -240,6 +254,10 @@ def dense_top(snapshot: Snapshot, qv: np.ndarray, n: int, mask: np.ndarray | Non
     vectors = snapshot.side_vectors if side == "multilingual" else snapshot.vectors
     if not snapshot.chunks or vectors is None or n <= 0:
         return [], Distances(np.zeros((0, 0), dtype=np.float32), qv, full=np.zeros(len(snapshot.chunks), dtype=np.float32))
+    if isinstance(vectors, StoredVectors):  # the store's own index (rag.served)
+        doc_ids = None if mask is None else sorted(set(snapshot.doc_of[np.asarray(mask) > 0]))
+        found = vectors.nearest(qv, n, snapshot.pos, doc_ids)
+        return [r for r, _ in found], Distances(vectors, np.asarray(qv, dtype=np.float32), known=dict(found))
     graph, cover = snapshot.graph_for(side)
     return nearest(vectors, qv, n, mask, graph, cover)
 
@@ -280,12 +298,11 @@ def feedback(snapshot: Snapshot, query: str, qv: np.ndarray, rows: Sequence[int]
     lex = snapshot.lexical
     qv2 = _toward(qv, snapshot.vectors[list(rows)])
     lent: dict[str, float] = {}
-    lenders = [i for i in rows if not language or snapshot.chunks[i].meta.get("lang", "") in ("", language)]
+    lenders = [i for i in rows if not language or snapshot.langs[i] in ("", language)]
     for i in lenders:
-        chunk = snapshot.chunks[i]
         # The tokens BM25 indexed (a snapshot built around a given index may not keep them: analyse again).
         tokens = (snapshot.tokens[i] if snapshot.tokens is not None
-                  else analyze(chunk.text, chunk.meta.get("lang", "")))
+                  else analyze(snapshot.chunks[i].text, snapshot.langs[i]))
         for t, count in Counter(tokens).items():
             if len(t) > 1 and any(ch.isalpha() for ch in t):  # not "g", "30" or "4.155"
                 lent[t] = lent.get(t, 0.0) + count / len(tokens) * lex.idf(t) / len(lenders)
@@ -295,7 +312,7 @@ def feedback(snapshot: Snapshot, query: str, qv: np.ndarray, rows: Sequence[int]
     total = sum(lent[t] for t in added) or 1.0
     for t in added:
         bag[t] = bag.get(t, 0.0) + (1 - FEEDBACK_OWN) * lent[t] / total
-    return qv2, bag, _as_written([t for t in added if t not in own], [snapshot.chunks[i] for i in lenders])
+    return qv2, bag, _as_written([t for t in added if t not in own], list(snapshot.passages(lenders).values()))
 
 
 def _toward(qv: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -308,7 +325,7 @@ def _across(snapshot: Snapshot, ids: Sequence[str], language: str) -> set[str]:
     """Of `ids`, the passages written in another language than the question's (both identified)."""
     if not language:
         return set()
-    return {cid for cid in ids if snapshot.chunks[snapshot.pos[cid]].meta.get("lang", "") not in ("", language)}
+    return {cid for cid in ids if snapshot.langs[snapshot.pos[cid]] not in ("", language)}
 
 
 @functools.lru_cache(maxsize=100_000)
@@ -367,8 +384,8 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     if doc_ids is not None:
         mask = np.isin(snapshot.doc_of, list(doc_ids)).astype(np.float32) if snapshot.chunks else None
     bm25 = snapshot.lexical.top(query, n, mask)
-    bm25_ids = [snapshot.chunks[i].id for i, _ in bm25]
-    bm25_scores = {snapshot.chunks[i].id: s for i, s in bm25}
+    bm25_ids = [snapshot.ids[i] for i, _ in bm25]
+    bm25_scores = {snapshot.ids[i]: s for i, s in bm25}
     lap("bm25")
 
     sq, side_list, side_dist, beside = None, [], None, None
@@ -378,15 +395,16 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
         beside = _side_search(snapshot, sq, n, mask)  # while MiniLM's side searches, through a graph
 
     rows, dist = dense_top(snapshot, qv, n, mask)
-    dense = [(snapshot.chunks[i].id, float(dist[i])) for i in rows]
+    dense = [(snapshot.ids[i], float(dist[i])) for i in rows]
     distances = dict(dense)
     lap("dense")
 
     if beside is not None:
         side_rows, side_dist = beside()
-        side_list = [(snapshot.chunks[i].id, float(side_dist[i])) for i in side_rows]
+        side_list = [(snapshot.ids[i], float(side_dist[i])) for i in side_rows]
     lap("multilingual")
 
+    dist.need([snapshot.pos[cid] for cid in bm25_ids + [cid for cid, _ in side_list]])
     for cid in bm25_ids + [cid for cid, _ in side_list]:  # the other sides' candidates: the same scan's distance
         if cid not in distances:
             distances[cid] = float(dist[snapshot.pos[cid]])
@@ -413,12 +431,13 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             beside = _side_search(snapshot, _toward(sq, snapshot.side_vectors[top_rows]), n, mask)
         rows2, dist2 = dense_top(snapshot, qv2, n, mask)
         bm25_2 = snapshot.lexical.top(bag, n, mask)
-        dense_2 = [(snapshot.chunks[i].id, float(dist2[i])) for i in rows2]
-        bm25_2 = [(snapshot.chunks[i].id, s) for i, s in bm25_2]
+        dense_2 = [(snapshot.ids[i], float(dist2[i])) for i in rows2]
+        bm25_2 = [(snapshot.ids[i], s) for i, s in bm25_2]
         side_2 = []
         if beside is not None:
             side_rows2, side_dist2 = beside()
-            side_2 = [(snapshot.chunks[i].id, float(side_dist2[i])) for i in side_rows2]
+            side_2 = [(snapshot.ids[i], float(side_dist2[i])) for i in side_rows2]
+        dist.need([snapshot.pos[cid] for cid, _ in dense_2 + bm25_2 + side_2])
         for cid, _ in dense_2 + bm25_2 + side_2:
             distances.setdefault(cid, float(dist[snapshot.pos[cid]]))
         across |= _across(snapshot, distances, language) if side_2 else set()
@@ -439,8 +458,12 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             side_rank[cid] = side_rank2.get(cid)
     lap("feedback")
     asked = analyze_question(question, query, snapshot, language)
+    held = snapshot.passages([snapshot.pos[cid] for cid in order])
+    order = [cid for cid in order if snapshot.pos[cid] in held]  # (read from the store: less any rewritten since)
     positions = [snapshot.pos[cid] for cid in order]
-    chunks = [snapshot.chunks[i] for i in positions]
+    chunks = [held[i] for i in positions]
+    if side_dist is not None:
+        side_dist.need(positions)
     weights_of = weigh(asked, snapshot, [(i, sc.content, sc.meta.get("lang", ""), sc.doc_id)
                                           for i, sc in zip(positions, chunks)])
     candidates = []

@@ -34,6 +34,7 @@ REFUSAL_PREFIX = "NO ANSWER"
 DEFAULT_THRESHOLD = 0.675
 # The word tests that may stay beside the judge (rag.gate.SupportRule.words_hold says what each does).
 JUDGE_RULES = ("names", "wordless", "subject", "codes")
+SEARCH_READS = ("memory", "store")  # settings.search_reads
 
 
 # The settings a person changes are plain fields. The others are tuning: chosen by measurement on development
@@ -160,6 +161,10 @@ class Settings:
     chroma_host: str | None = None
     chroma_port: int = 8000
     collection_prefix: str = "chunks"
+    # What a search reads (rag.served): "memory", the snapshot every process holds (vectors, texts, BM25), or
+    # "store", the store's own vector index, texts fetched for a search's candidates only: for a Chroma server
+    # that several app processes share, so that none of them holds every vector and text.
+    search_reads: str = "memory"
 
     # Pick up files added, changed or removed in the folder by other programs (the app's folder watcher).
     watch_folder: bool = True
@@ -276,6 +281,8 @@ def _coerce(s: Settings) -> Settings:
         raise ValueError(f"language_thresholds must be cosine distances between 0 and 2: {out.language_thresholds!r}")
     if out.answer_mode not in ("extractive", "llm"):
         raise ValueError(f"answer_mode must be one of 'extractive', 'llm', got {out.answer_mode!r}")
+    if out.search_reads not in SEARCH_READS:
+        raise ValueError(f"search_reads must be one of {', '.join(map(repr, SEARCH_READS))}, got {out.search_reads!r}")
     if out.fusion not in ("rrf", "minmax", "zscore"):
         raise ValueError(f"fusion must be one of 'rrf', 'minmax', 'zscore', got {out.fusion!r}")
     if min(out.dense_weight, out.bm25_weight, out.dense_weight_unread, out.multilingual_weight,

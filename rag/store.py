@@ -258,6 +258,24 @@ class ChunkStore:
         got = self._call("query", query_embeddings=[vector], n_results=n, where=where, include=["distances"])
         return list(zip(got["ids"][0], got["distances"][0]))
 
+    def chunks(self, ids: Sequence[str]) -> dict[str, StoredChunk]:
+        """The chunks with these ids that the store holds (texts and metadata, no vectors), by id."""
+        if not ids:
+            return {}
+        got = self._call("get", ids=list(ids), include=["documents", "metadatas"])
+        return {cid: StoredChunk(cid, meta["doc_id"], text, meta)
+                for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"])}
+
+    def ids(self, page: int = PAGE * 10) -> set[str]:
+        """Every chunk id in the collection (nothing else is read)."""
+        out, offset = set(), 0
+        while True:
+            got = self._call("get", include=[], limit=page, offset=offset)
+            out.update(got["ids"])
+            if len(got["ids"]) < page:
+                return out
+            offset += page
+
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         if not ids:
             return {}

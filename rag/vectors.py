@@ -72,6 +72,13 @@ class Distances:
             self._known[row] = float(1.0 - self._matrix[row] @ self._q)
         return self._known[row]
 
+    def need(self, rows: Sequence[int]) -> None:
+        """Compute these rows' distances together (one read of a matrix the store holds, `rag.served`)."""
+        if self._full is None:
+            missing = sorted({int(r) for r in rows} - self._known.keys())
+            if missing:
+                self._known.update(zip(missing, (1.0 - self._matrix[missing] @ self._q).tolist()))
+
 
 def nearest(matrix: np.ndarray, q: np.ndarray, n: int, mask: np.ndarray | None = None,
             graph: "Graph | None" = None, cover: "Cover | None" = None) -> tuple[list[int], Distances]:

@@ -1,0 +1,95 @@
+"""Search reading the store (`search_reads = "store"`, rag.served) against a real `chroma run` server on
+loopback: the real MiniLM and multilingual models, the sample folder.
+
+The store's HNSW index proposes each dense side's nearest passages and texts are read for the candidates only,
+so a process holds no passage text and no vector; on a folder this small the graph is exact, so the results
+must be the memory path's, row for row."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from rag.served import StoredRows, StoredVectors
+
+pytestmark = pytest.mark.server
+
+QUESTIONS = [json.loads(line) for line in (Path(__file__).parent.parent / "bench" / "sample_needles.jsonl")
+             .read_text().splitlines()[:12]]
+
+
+@pytest.fixture
+def served(chroma_server, make_engine, sample_folder, tmp_path):
+    """(memory engine, store engine, settings shared) on one server collection, indexed once."""
+    prefix = "s" + uuid.uuid4().hex[:10]
+    common = dict(chroma_host=chroma_server["host"], chroma_port=chroma_server["port"], collection_prefix=prefix,
+                  index_dir=tmp_path / "index")
+    memory = make_engine(sample_folder, **common)
+    report = memory.sync()
+    assert report.count("failed") == 0
+    store = make_engine(sample_folder, search_reads="store", **common)
+    return memory, store, common
+
+
+def test_store_reading_search_ranks_as_memory_and_holds_no_text(served):
+    memory, store, _ = served
+    snap = store.snapshot
+    assert isinstance(snap.chunks, StoredRows) and isinstance(snap.vectors, StoredVectors)
+    assert len(snap.chunks) == len(memory.snapshot.chunks) > 50
+    # What the process holds of each passage: its id and language, no text, no vector.
+    held = [c for h in store.indexer._chunks_by_doc.values() for c in h.chunks]
+    assert held and all(c.text == "" and c.vector is None for c in held)
+    assert all(h.vectors is None and h.sides is None for h in store.indexer._chunks_by_doc.values())
+    for q in QUESTIONS:
+        a, b = memory.ask(q["question"]), store.ask(q["question"])
+        assert [c.chunk_id for c in b.gated.candidates] == [c.chunk_id for c in a.gated.candidates], q
+        for x, y in zip(a.gated.candidates, b.gated.candidates):
+            assert y.distance == pytest.approx(x.distance, abs=1e-4)
+            assert y.content == x.content and (y.start, y.end) == (x.start, x.end)
+            assert (y.side_distance is None) == (x.side_distance is None)
+        assert b.gated.verdicts == a.gated.verdicts and b.answer.text == a.answer.text, q
+
+
+def test_a_passage_rewritten_in_the_store_since_the_snapshot_is_left_out(served):
+    _, store, _ = served
+    q = QUESTIONS[0]["question"]
+    first = store.search(q).candidates[0]
+    # Another process re-indexes the document: the same chunk id now holds another version's text.
+    stored = store.indexer.store.chunks([first.chunk_id])[first.chunk_id]
+    store.indexer.store._call("upsert", ids=[first.chunk_id], documents=["Something else entirely."],
+                              metadatas=[dict(stored.meta, version="another")],
+                              embeddings=[store.snapshot.vectors[store.snapshot.pos[first.chunk_id]]])
+    store.snapshot.chunks._cache.clear()
+    again = store.search(q)
+    assert first.chunk_id not in [c.chunk_id for c in again.candidates]
+    assert all("Something else" not in c.content for c in again.candidates)
+
+
+def test_two_app_processes_answer_from_one_server(served, sample_folder):
+    memory, _, common = served
+    memory.close()  # the index is built; two other processes now share it
+    env = dict(os.environ, RAG_CHROMA_HOST=common["chroma_host"], RAG_CHROMA_PORT=str(common["chroma_port"]),
+               RAG_COLLECTION_PREFIX=common["collection_prefix"], RAG_SEARCH_READS="store",
+               HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", RAG_CONFIG=str(common["index_dir"] / "none.toml"))
+    q = next(x for x in QUESTIONS if x["document"] == "getting-started.md" and "commands" in x["question"])
+    rag = Path(sys.executable).parent / "rag"
+    args = [str(rag), "--folder", str(sample_folder), "--index-dir", str(common["index_dir"]), "ask", q["question"],
+            "--json"]
+    procs = [subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+        outs.append(json.loads(out))
+    for got in outs:
+        assert not got["refused"], got["answer"]
+        assert got["citations"] and got["citations"][0]["doc_name"] == "getting-started.md"
+        assert "two commands" in " ".join(c["quote"] for c in got["citations"]).lower()
+    assert [c["chunk_id"] for c in outs[0]["candidates"]] == [c["chunk_id"] for c in outs[1]["candidates"]]
