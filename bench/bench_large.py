@@ -19,6 +19,14 @@ start: the library, Chroma, the snapshot), and 200 questions from the folder's v
 Printed: the resident set after each step, a breakdown of what the snapshot holds (exact byte counts of
 arrays and Python objects), and the per-stage latencies (median / p95, ms). Nothing is asserted: read it
 beside the docs' table (docs/benchmarks.md "Large folders").
+
+With `--server` the index is written to a real `chroma run` server on loopback (its store kept in
+bench/out/large-server-N/db, never in the repository), and the measuring process searches with
+`search_reads = "store"` (rag.served): the server's HNSW proposes, texts are read for the candidates. Printed
+as well: the server's own resident set, and recall@20 of each side against an exact scan of every vector
+(read from the server after the timings).
+
+    .venv/bin/python bench/bench_large.py --server --sizes 10000 100000
 """
 
 from __future__ import annotations
@@ -123,29 +131,87 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def root_of(size: int, corpus: str) -> Path:
-    return OUT / (f"large-{size}" if corpus == "small" else f"large-{corpus}-{size}")
+def root_of(size: int, corpus: str, server: bool = False) -> Path:
+    return OUT / (f"large-{'server-' if server else ''}{size}" if corpus == "small"
+                  else f"large-{'server-' if server else ''}{corpus}-{size}")
 
 
-def build(size: int, rebuild: bool, corpus: str = "small") -> dict:
+class Server:
+    """A `chroma run` server on loopback over `db`, for `--server`; stopped on exit from the with-block."""
+
+    def __init__(self, db: Path):
+        self.db = db
+
+    def __enter__(self) -> "Server":
+        import os
+        import socket
+        import urllib.request
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.db.mkdir(parents=True, exist_ok=True)
+        self.log = open(self.db.parent / "server.log", "ab")
+        self.proc = subprocess.Popen([str(Path(sys.executable).parent / "chroma"), "run", "--path", str(self.db),
+                                      "--host", "127.0.0.1", "--port", str(self.port)], stdout=self.log,
+                                     stderr=subprocess.STDOUT, env=dict(os.environ, ANONYMIZED_TELEMETRY="False"))
+        deadline = time.time() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v2/heartbeat", timeout=1):
+                    return self
+            except OSError:
+                if self.proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError("chroma run did not start: see " + str(self.db.parent / "server.log"))
+                time.sleep(0.3)
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def __exit__(self, *exc) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=120)
+        self.log.close()
+
+
+def settings_for(root: Path, server: "Server | None", **extra):
+    from rag import load_settings
+
+    more = dict(chroma_host="127.0.0.1", chroma_port=server.port) if server else {}
+    return load_settings(env={}, folder=root / "docs", index_dir=root / "index", **more, **extra)
+
+
+def build(size: int, rebuild: bool, corpus: str = "small", server: bool = False) -> dict:
     from bench_engine import write_corpus
 
-    from rag import Engine, load_settings
+    from rag import Engine
 
-    root = root_of(size, corpus)
+    root = root_of(size, corpus, server)
     if (root / "built.json").is_file() and not rebuild:
         return json.loads((root / "built.json").read_text())
     shutil.rmtree(root, ignore_errors=True)
     (write_corpus if corpus == "small" else write_zipf_corpus)(root / "docs", size)
     embedder, side = stand_ins()
-    engine = Engine(load_settings(env={}, folder=root / "docs", index_dir=root / "index"), embedder=embedder, side=side)
-    t = time.perf_counter()
-    report = engine.sync()
-    info = {"size": size, "chunks": len(engine.snapshot.chunks), "build_s": time.perf_counter() - t,
-            "embedded": report.embedded}
-    engine.close()
+    with (Server(root / "db") if server else _Nothing()) as srv:
+        engine = Engine(settings_for(root, srv), embedder=embedder, side=side)
+        t = time.perf_counter()
+        report = engine.sync()
+        info = {"size": size, "chunks": len(engine.snapshot.chunks), "build_s": time.perf_counter() - t,
+                "embedded": report.embedded}
+        engine.close()
     (root / "built.json").write_text(json.dumps(info))
     return info
+
+
+class _Nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc) -> None:
+        pass
 
 
 def _size(obj) -> int:
@@ -156,6 +222,18 @@ def breakdown(engine) -> dict[str, float]:
     """Bytes (MB) of what the snapshot and the indexer hold, counted object by object."""
     snap, mb = engine.snapshot, 1 / 2**20
     chunks = snap.chunks
+    if hasattr(chunks, "fetch"):  # search reads the store (rag.served): what the process holds instead
+        held = [h for h in engine.indexer._chunks_by_doc.values()]
+        return {"passages": len(chunks),
+                "ids, documents, languages (rows)": sum(_size(x) for x in (chunks.ids, chunks.doc_ids, chunks.langs)) * mb
+                + sum(_size(c) for c in chunks.ids) * mb,
+                "held chunks (id and language)": sum(_size(c) for h in held for c in h.chunks) * mb,
+                "tokens (lists)": sum(_size(t) for h in held for t in h.tokens) * mb,
+                "tokens (distinct strings)": sum(_size(w) for w in {id(w): w for h in held for t in h.tokens
+                                                                   for w in t}.values()) * mb,
+                "ids to rows": (_size(snap.pos) + snap.doc_of.nbytes) * mb,
+                "BM25 index (arrays)": sum(a.nbytes for a in snap.lexical._bm25.scores.values() if hasattr(a, "nbytes")) * mb,
+                "BM25 vocabulary": (_size(snap.lexical._bm25.vocab_dict) + sum(_size(k) for k in snap.lexical._bm25.vocab_dict)) * mb}
     out = {
         "passages": len(chunks),
         "vectors (snapshot matrix)": (snap.vectors.nbytes if snap.vectors is not None else 0) * mb,
@@ -196,9 +274,16 @@ def questions(n: int, seed: int = 11, corpus: str = "small", size: int = 0) -> l
     return [" ".join(rng.choice(words) for _ in range(rng.randint(3, 8))) + "?" for _ in range(n)]
 
 
-def measure(size: int, queries: int, corpus: str = "small") -> dict:
+def measure(size: int, queries: int, corpus: str = "small", server: bool = False) -> dict:
+    if server:
+        with Server(root_of(size, corpus, True) / "db") as srv:
+            return _measure(size, queries, corpus, srv)
+    return _measure(size, queries, corpus, None)
+
+
+def _measure(size: int, queries: int, corpus: str, server: "Server | None") -> dict:
     import rag
-    from rag import Engine, gate, load_settings
+    from rag import Engine, gate
     from rag.multilingual import load_multilingual
 
     steps = {"start": rss_mb()}
@@ -207,14 +292,14 @@ def measure(size: int, queries: int, corpus: str = "small") -> dict:
     load_multilingual().embed_batch(["warm up"])
     steps["models loaded"] = rss_mb()
     embedder, side = stand_ins()
-    root = root_of(size, corpus)
-    settings = load_settings(env={}, folder=root / "docs", index_dir=root / "index")
+    root = root_of(size, corpus, server is not None)
+    settings = settings_for(root, server, **({"search_reads": "store"} if server else {}))
     t = time.perf_counter()
     engine = Engine(settings, embedder=embedder, side=side)
     open_s = time.perf_counter() - t
     steps["index opened (snapshot built)"] = rss_mb()
     t = time.perf_counter()
-    if hasattr(engine.indexer, "graphs"):  # (an older tree, measured for comparison, has none)
+    if getattr(engine.indexer, "graphs", None) is not None:  # (an older tree, measured for comparison, has none)
         engine.indexer.graphs.wait()  # the graphs build in the background (rag.vectors); searches scan meanwhile
     graph_s = time.perf_counter() - t
     steps["graphs built"] = rss_mb()
@@ -233,8 +318,10 @@ def measure(size: int, queries: int, corpus: str = "small") -> dict:
             stages.setdefault(k, []).append(v)
         beyond.append(sum(v for k, v in r.timings_ms.items() if k not in ("embed", "multilingual embed")))
     steps["after the searches"] = rss_mb()
+    if server is not None:
+        steps["the server (its own process)"] = server.rss_mb()
     top20 = {q: [c.chunk_id for c in engine.search(q).candidates[:20]] for q in qs[:50]}
-    recall = graph_recall(engine, qs)
+    recall = store_recall(engine, qs) if server is not None else graph_recall(engine, qs)
     engine.close()
     return {
         "size": size, "chunks": parts["passages"], "open_s": open_s, "graph_s": graph_s, "recall_at_20": recall, "rss_mb": steps, "peak_mb": peak_mb(),
@@ -267,11 +354,34 @@ def graph_recall(engine, qs: list[str], n: int = 20) -> dict[str, float]:
     return out
 
 
+def store_recall(engine, qs: list[str], n: int = 20) -> dict[str, float]:
+    """Each side's top-n from the server's index against an exact scan of all its vectors (read from the
+    server here, after the timings: the app never reads them all)."""
+    from rag.search import dense_top
+
+    snap, out = engine.snapshot, {}
+    for side, model, store in (("dense", engine.embedder, engine.indexer.store),
+                               ("multilingual", engine.side, engine.indexer.side_store)):
+        if model is None or store is None:
+            continue
+        stored = store.all_vectors()
+        matrix = np.stack([stored[cid] for cid in snap.ids])
+        del stored
+        hits = 0
+        for q in qs:
+            qv = model.embed_batch([q])[0]
+            got, _ = dense_top(snap, qv, n, side=side)
+            exact = np.argsort(1.0 - matrix @ qv, kind="stable")[:n]
+            hits += len(set(got) & set(exact.tolist()))
+        out[side] = hits / (n * len(qs))
+    return out
+
+
 def child(args) -> None:
     if args.child == "build":
-        print(json.dumps(build(args.size, args.rebuild, args.corpus)))
+        print(json.dumps(build(args.size, args.rebuild, args.corpus, args.server)))
     else:
-        print(json.dumps(measure(args.size, args.queries, args.corpus)))
+        print(json.dumps(measure(args.size, args.queries, args.corpus, args.server)))
 
 
 def main() -> None:
@@ -286,6 +396,8 @@ def main() -> None:
     ap.add_argument("--plot", nargs="+", metavar=("SVG", "NAME=JSON"),
                     help="draw the curves of earlier runs: an SVG path, then NAME=file for each series "
                          "(a file this script wrote, or several: NAME=a.json,b.json)")
+    ap.add_argument("--server", action="store_true",
+                    help="index through a `chroma run` server and search with search_reads = \"store\"")
     ap.add_argument("--child", choices=("build", "measure"), help=argparse.SUPPRESS)
     ap.add_argument("--size", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -306,7 +418,7 @@ def main() -> None:
     for size in args.sizes:
         run = lambda what, *extra: json.loads(subprocess.run(  # noqa: E731
             [sys.executable, __file__, "--child", what, "--size", str(size), "--queries", str(args.queries),
-             "--corpus", args.corpus, *extra],
+             "--corpus", args.corpus, *(["--server"] if args.server else []), *extra],
             check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
         built = run("build", *(["--rebuild"] if args.rebuild else []))
         row = run("measure")
@@ -318,7 +430,8 @@ def main() -> None:
     print(f"machine: {machine}; {args.queries} questions a size; written to {name.relative_to(ROOT)}\n")
     for r in rows:
         print(f"## {r['chunks']:,} passages (opened in {r['open_s']:.1f} s, graphs built in {r['graph_s']:.1f} s more; "
-              f"index built in {r['built']['build_s']:.0f} s); recall@20 of the graphs: {r['recall_at_20']}\n")
+              f"index built in {r['built']['build_s']:.0f} s); recall@20 of the "
+              f"{'server index' if args.server else 'graphs'}: {r['recall_at_20']}\n")
         print("| resident set | MB |\n|---|---:|")
         for k, v in r["rss_mb"].items():
             print(f"| {k} | {v:,.0f} |")

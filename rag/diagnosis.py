@@ -56,9 +56,9 @@ def _find_span(text: str, sentence: str) -> tuple[int, int] | None:
 def _full_ranks(engine, result: SearchResult, chunk_ids: Sequence[str]) -> dict[str, tuple[int | None, int | None, int, float]]:
     """Dense, BM25 and fused rank of each chunk over the whole snapshot, as if every chunk were a candidate."""
     snap = engine.snapshot
-    ids = [c.id for c in snap.chunks]
+    ids = snap.ids
     qv = engine.embedder.embed_batch([result.query])[0]
-    sims = snap.vectors @ qv
+    sims = _whole(snap.vectors) @ qv
     bm = snap.lexical.scores(result.query)
     dense_order = [ids[i] for i in np.argsort(-sims, kind="stable")]
     bm_order = [ids[i] for i in np.argsort(-bm, kind="stable") if bm[i] > 0]
@@ -66,10 +66,10 @@ def _full_ranks(engine, result: SearchResult, chunk_ids: Sequence[str]) -> dict[
     bm_of = dict(zip(ids, bm))
     side, across = [], set()
     if snap.side_vectors is not None and getattr(engine, "side", None) is not None:  # the multilingual side too
-        side_dist = 1.0 - snap.side_vectors @ engine.side.embed_batch([result.query])[0]
+        side_dist = 1.0 - _whole(snap.side_vectors) @ engine.side.embed_batch([result.query])[0]
         side = [(ids[i], float(side_dist[i])) for i in np.argsort(side_dist, kind="stable")]
         lang = result.language
-        across = {c.id for c in snap.chunks if lang and c.meta.get("lang", "") not in ("", lang)}
+        across = {cid for cid, language in zip(ids, snap.langs) if lang and language not in ("", lang)}
     # The search's own fusion, with the weights it used for this question, over every chunk at once.
     ranked = fused_order([(c, dist[c]) for c in dense_order], [(c, float(bm_of[c])) for c in bm_order], dist,
                          n=len(ids), method=result.fusion, weights=result.weights, k=engine.settings.rrf_k,
@@ -80,6 +80,12 @@ def _full_ranks(engine, result: SearchResult, chunk_ids: Sequence[str]) -> dict[
     b_rank = {c: r for r, c in enumerate(bm_order, start=1)}
     f_rank = {c: r for r, c in enumerate(fused_order_, start=1)}
     return {c: (d_rank.get(c), b_rank.get(c), f_rank[c], dist[c]) for c in chunk_ids}
+
+
+def _whole(vectors) -> np.ndarray:
+    """A side's whole matrix: the snapshot's, or read from the store when search reads it (rag.served; a
+    diagnosis ranks every passage, so it reads every vector once)."""
+    return vectors if isinstance(vectors, np.ndarray) else vectors.whole()
 
 
 def why_not_found(engine, result: SearchResult, gated: Gated, expected_sentence: str) -> Diagnosis:

@@ -127,6 +127,13 @@ class StoredVectors:
         return np.stack([self._cache.get(self.ids[r], zero) for r in rows]) if rows else \
             np.zeros((0, self.dimension), dtype=np.float32)
 
+    def whole(self) -> np.ndarray:
+        """Every row's vector, read from the store a page at a time and not kept (a diagnosis ranks them all)."""
+        stored = self.store.all_vectors()
+        zero = np.zeros(self.dimension, dtype=np.float32)
+        return np.stack([stored.get(cid, zero) for cid in self.ids]) if self.ids else \
+            np.zeros((0, self.dimension), dtype=np.float32)
+
     def nearest(self, q: np.ndarray, n: int, pos: dict[str, int],
                 doc_ids: Sequence[str] | None = None) -> list[tuple[int, float]]:
         """The store's `n` nearest rows that this snapshot shows (`pos`: chunk id -> row), as (row, distance),

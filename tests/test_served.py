@@ -54,6 +54,11 @@ def test_store_reading_search_ranks_as_memory_and_holds_no_text(served):
             assert y.content == x.content and (y.start, y.end) == (x.start, x.end)
             assert (y.side_distance is None) == (x.side_distance is None)
         assert b.gated.verdicts == a.gated.verdicts and b.answer.text == a.answer.text, q
+    # Kept to one document: the store is asked with a filter; the same rows as the memory path's mask.
+    doc = memory.snapshot.chunks[0].doc_id
+    a, b = memory.search(QUESTIONS[0]["question"], doc_ids=[doc]), store.search(QUESTIONS[0]["question"], doc_ids=[doc])
+    assert {c.doc_id for c in b.candidates} == {doc}
+    assert [c.chunk_id for c in b.candidates] == [c.chunk_id for c in a.candidates]
 
 
 def test_a_passage_rewritten_in_the_store_since_the_snapshot_is_left_out(served):
@@ -93,3 +98,22 @@ def test_two_app_processes_answer_from_one_server(served, sample_folder):
         assert got["citations"] and got["citations"][0]["doc_name"] == "getting-started.md"
         assert "two commands" in " ".join(c["quote"] for c in got["citations"]).lower()
     assert [c["chunk_id"] for c in outs[0]["candidates"]] == [c["chunk_id"] for c in outs[1]["candidates"]]
+
+
+def test_why_not_found_ranks_the_whole_folder_from_the_store(served):
+    from rag.diagnosis import RANKS, why_not_found
+    from rag.gate import gate
+
+    memory, store, _ = served
+    q = QUESTIONS[1]["question"]
+    got = {}
+    for name, engine in (("memory", memory), ("store", store)):
+        result = engine.search(q)
+        shown = {c.chunk_id for c in result.candidates}
+        # A passage no candidate row shows: the diagnosis must rank it over every passage of the folder.
+        far = next(c for c in memory.snapshot.chunks if c.id not in shown and len(c.content) > 200)
+        got[name] = why_not_found(engine, result, gate(result, 0.675, 4), far.content[40:160])
+    assert got["memory"].verdict == RANKS and got["store"].verdict == RANKS
+    assert got["store"].chunk_id == got["memory"].chunk_id
+    assert (got["store"].dense_rank, got["store"].bm25_rank, got["store"].fused_rank) == \
+        (got["memory"].dense_rank, got["memory"].bm25_rank, got["memory"].fused_rank)
