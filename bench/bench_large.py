@@ -26,7 +26,7 @@ bench/out/large-server-N/db, never in the repository), and the measuring process
 as well: the server's own resident set, and recall@20 of each side against an exact scan of every vector
 (read from the server after the timings).
 
-    .venv/bin/python bench/bench_large.py --server --sizes 10000 100000
+    .venv/bin/python bench/bench_large.py --server --sizes 10000 100000 [--ef-search 1600]
 """
 
 from __future__ import annotations
@@ -274,14 +274,22 @@ def questions(n: int, seed: int = 11, corpus: str = "small", size: int = 0) -> l
     return [" ".join(rng.choice(words) for _ in range(rng.randint(3, 8))) + "?" for _ in range(n)]
 
 
-def measure(size: int, queries: int, corpus: str = "small", server: bool = False) -> dict:
+def measure(size: int, queries: int, corpus: str = "small", server: bool = False, ef: int | None = None) -> dict:
     if server:
-        with Server(root_of(size, corpus, True) / "db") as srv:
-            return _measure(size, queries, corpus, srv)
+        db = root_of(size, corpus, True) / "db"
+        if ef:  # written to both collections, then a fresh server loads them with it (rag.store.ChunkStore)
+            from rag.store import ChunkStore
+
+            with Server(db) as srv:
+                settings = settings_for(root_of(size, corpus, True), srv, hnsw_ef_search=ef)
+                for name, dimension in (("bench-hash-384", 384), ("bench-hash-512", 512)):
+                    ChunkStore(settings, name, dimension)
+        with Server(db) as srv:
+            return _measure(size, queries, corpus, srv, ef)
     return _measure(size, queries, corpus, None)
 
 
-def _measure(size: int, queries: int, corpus: str, server: "Server | None") -> dict:
+def _measure(size: int, queries: int, corpus: str, server: "Server | None", ef: int | None = None) -> dict:
     import rag
     from rag import Engine, gate
     from rag.multilingual import load_multilingual
@@ -293,7 +301,8 @@ def _measure(size: int, queries: int, corpus: str, server: "Server | None") -> d
     steps["models loaded"] = rss_mb()
     embedder, side = stand_ins()
     root = root_of(size, corpus, server is not None)
-    settings = settings_for(root, server, **({"search_reads": "store"} if server else {}))
+    settings = settings_for(root, server, **({"search_reads": "store"} if server else {}),
+                            **({"hnsw_ef_search": ef} if ef else {}))
     t = time.perf_counter()
     engine = Engine(settings, embedder=embedder, side=side)
     open_s = time.perf_counter() - t
@@ -381,7 +390,7 @@ def child(args) -> None:
     if args.child == "build":
         print(json.dumps(build(args.size, args.rebuild, args.corpus, args.server)))
     else:
-        print(json.dumps(measure(args.size, args.queries, args.corpus, args.server)))
+        print(json.dumps(measure(args.size, args.queries, args.corpus, args.server, args.ef_search)))
 
 
 def main() -> None:
@@ -398,6 +407,7 @@ def main() -> None:
                          "(a file this script wrote, or several: NAME=a.json,b.json)")
     ap.add_argument("--server", action="store_true",
                     help="index through a `chroma run` server and search with search_reads = \"store\"")
+    ap.add_argument("--ef-search", type=int, help="with --server: the HNSW search breadth (hnsw_ef_search) to measure at")
     ap.add_argument("--child", choices=("build", "measure"), help=argparse.SUPPRESS)
     ap.add_argument("--size", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -418,7 +428,8 @@ def main() -> None:
     for size in args.sizes:
         run = lambda what, *extra: json.loads(subprocess.run(  # noqa: E731
             [sys.executable, __file__, "--child", what, "--size", str(size), "--queries", str(args.queries),
-             "--corpus", args.corpus, *(["--server"] if args.server else []), *extra],
+             "--corpus", args.corpus, *(["--server"] if args.server else []),
+             *(["--ef-search", str(args.ef_search)] if args.ef_search else []), *extra],
             check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
         built = run("build", *(["--rebuild"] if args.rebuild else []))
         row = run("measure")

@@ -547,9 +547,13 @@ class Indexer:
         recs = [rec for rec, _ in group]
         chunks = [c for _, cs in group for c in cs]
         extras = [self._chunk_extra(rec) for rec, cs in group for _ in cs]
+        # A document the library has never recorded has no chunks to delete (start-up deleted any a crash left,
+        # and only this process writes): a delete by document scans the collection's metadata, which made a
+        # first index of a large folder quadratic.
+        known = [r.doc_id for r in recs if self.library.get(r.doc_id) is not None]
         # pending first: a crash from here on leaves records that start-up knows to undo.
         self.library.put(*recs)
-        self._delete_docs([r.doc_id for r in recs])
+        self._delete_docs(known)
         self.store.add(chunks, vectors, extras)  # one write for the group: Chroma is fastest in bulk
         if self.side_store is not None:
             self.side_store.add_vectors([c.id for c in chunks], [c.doc_id for c in chunks], sides)

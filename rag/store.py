@@ -87,9 +87,13 @@ class ChunkStore:
                 configuration = self.collection.configuration
         except Exception as exc:
             raise StoreError(self._explain(exc)) from exc
-        space = (configuration or {}).get("hnsw", {}).get("space")
-        if space not in (None, "cosine"):
-            raise StoreError(f"collection {self.name} uses {space!r} space, not cosine: distances would mean nothing")
+        hnsw = (configuration or {}).get("hnsw") or {}
+        if hnsw.get("space") not in (None, "cosine"):
+            raise StoreError(f"collection {self.name} uses {hnsw['space']!r} space, not cosine: distances would mean nothing")
+        if hnsw.get("ef_search") not in (None, settings.hnsw_ef_search):
+            # The breadth a search reads the store with (rag.served) changed since the collection was made: a
+            # server applies it when it next loads the collection (measured: not while it holds it).
+            self._call("modify", configuration={"hnsw": {"ef_search": settings.hnsw_ef_search}})
 
     @property
     def client(self) -> Any:

@@ -117,3 +117,37 @@ def test_why_not_found_ranks_the_whole_folder_from_the_store(served):
     assert got["store"].chunk_id == got["memory"].chunk_id
     assert (got["store"].dense_rank, got["store"].bm25_rank, got["store"].fused_rank) == \
         (got["memory"].dense_rank, got["memory"].bm25_rank, got["memory"].fused_rank)
+
+
+def test_a_process_that_reads_the_store_indexes_and_answers_from_what_it_wrote(chroma_server, make_engine, tmp_path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "lease.md").write_text("# Lease\n\nThe monthly rent of the flat is 850 euros, due on the first day.\n\n"
+                                     "## Pets\n\nA cat is allowed; dogs need the landlord's written consent.\n")
+    (folder / "garden.md").write_text("# Garden\n\nThe tools are kept in the green shed behind the house.\n")
+    engine = make_engine(folder, chroma_host=chroma_server["host"], chroma_port=chroma_server["port"],
+                         collection_prefix="w" + uuid.uuid4().hex[:10], search_reads="store")
+    engine.sync()
+    turn = engine.ask("How much is the monthly rent of the flat?")
+    assert not turn.answer.refused and "850" in turn.gated.citations[0].quote
+    # The document changes: its chunks are written again under the same ids, and the new text is what is quoted.
+    (folder / "lease.md").write_text("# Lease\n\nThe monthly rent of the flat is 910 euros from March.\n")
+    engine.sync()
+    turn = engine.ask("How much is the monthly rent of the flat?")
+    assert not turn.answer.refused and "910" in turn.gated.citations[0].quote
+    assert all("850" not in c.content for c in turn.gated.candidates)
+    assert engine.ask("How long should I boil an egg?").answer.refused
+
+
+def test_a_changed_search_breadth_is_written_to_the_existing_collection(chroma_server, make_engine, tmp_path):
+    from rag.settings import load_settings
+    from rag.store import ChunkStore
+
+    common = dict(chroma_host=chroma_server["host"], chroma_port=chroma_server["port"],
+                  collection_prefix="e" + uuid.uuid4().hex[:10])
+    made = ChunkStore(load_settings(env={}, config=tmp_path / "none.toml", **common), "m", 3)
+    assert made.collection.configuration["hnsw"]["ef_search"] == 400
+    again = ChunkStore(load_settings(env={}, config=tmp_path / "none.toml", hnsw_ef_search=900, **common), "m", 3)
+    assert again.collection.configuration["hnsw"]["ef_search"] == 900
+    assert ChunkStore(load_settings(env={}, config=tmp_path / "none.toml", **common), "m", 3) \
+        .collection.configuration["hnsw"]["ef_search"] == 400
