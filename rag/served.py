@@ -74,6 +74,11 @@ class StoredRows(Sequence[StoredChunk]):
             raise KeyError(f"passage {self.ids[row]} is no longer in the store as this snapshot shows it")
         return got
 
+    def __eq__(self, other) -> bool:  # as a list of the passages would compare (read from the store)
+        return list(self) == list(other) if isinstance(other, (list, StoredRows)) else NotImplemented
+
+    __hash__ = None
+
     def __iter__(self) -> Iterator[StoredChunk]:
         for at in range(0, len(self), 1000):
             yield from (c for c in self.fetch(range(at, min(at + 1000, len(self)))) if c is not None)
