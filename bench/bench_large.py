@@ -196,7 +196,8 @@ def build(size: int, rebuild: bool, corpus: str = "small", server: bool = False)
     (write_corpus if corpus == "small" else write_zipf_corpus)(root / "docs", size)
     embedder, side = stand_ins()
     with (Server(root / "db") if server else _Nothing()) as srv:
-        engine = Engine(settings_for(root, srv), embedder=embedder, side=side)
+        engine = Engine(settings_for(root, srv, **({"search_reads": "store"} if server else {})), embedder=embedder,
+                        side=side)
         t = time.perf_counter()
         report = engine.sync()
         info = {"size": size, "chunks": len(engine.snapshot.chunks), "build_s": time.perf_counter() - t,

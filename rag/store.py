@@ -12,6 +12,7 @@ memory beyond Chroma's own caches.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from dataclasses import dataclass
@@ -146,9 +147,10 @@ class ChunkStore:
 
     def _call(self, method: str, *args, **kwargs):
         """The collection's `method` ("client.name": the client's), under the client's lock (`release` may
-        close it meanwhile)."""
+        close it meanwhile). A server's client is never let go of, so its calls run at once: a search that
+        reads the store (rag.served) asks both sides' collections together."""
         try:
-            with self._lock:
+            with self._lock if not self.remote else contextlib.nullcontext():
                 target = self.client if method.startswith("client.") else self.collection
                 return getattr(target, method.removeprefix("client."))(*args, **kwargs)
         except Exception as exc:
