@@ -30,7 +30,10 @@ re-indexed document's new vectors under the same chunk ids while the snapshot st
 and offsets: a quote could be shown with another text's distance, and a removed document stay citable
 on one side only. One search takes one snapshot reference, which the engine swaps whole on publish, so
 the quote, offsets, distance and BM25 score of every candidate describe one and the same state. A
-filter by document applies before each side ranks (a row mask on both), not to the results.
+filter by document applies before each side ranks (a row mask on both), not to the results. A snapshot
+built to read the store (`search_reads = "store"`, rag.served) holds ids and BM25 only: its dense sides ask
+the store's HNSW index and its passages are read for the candidates, each checked against the snapshot's
+version of its document.
 
 What it does not do: decide what is good enough. That is the gate's job, run separately so that a
 threshold change re-gates the same candidates without searching again.
