@@ -35,7 +35,7 @@ from rag.multilingual import MultilingualEmbedder
 from rag.library import VISIBLE, DocRecord, Library, Stamp, WriterLock
 from rag.queue import (CANCELLED, EMBEDDING, EXTRACTING, FAILED, INDEXED, REMOVED, FolderWatcher, IndexQueue,
                        QueueItem, Stopped)
-from rag.search import Snapshot
+from rag.search import Snapshot, pool_depth
 from rag.served import StoredRows, StoredVectors
 from rag.vectors import Graphs
 from rag.settings import Settings
@@ -151,7 +151,7 @@ class Indexer:
         self.graphs = None if self.served else Graphs(
             settings.graph_above, folder=settings.index_path / "graphs",
             models={"dense": embedder.name, **({"multilingual": self.side.name} if self.side else {})},
-            probes=graph_probes)
+            probes=graph_probes, depth=pool_depth(settings))
         if self.graphs is not None:
             self.graphs.load()
         # What the calibration depends on in the folder, as of the last publish (the only time it changes):

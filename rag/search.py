@@ -10,7 +10,9 @@ Fusion: `rag.fusion` (the arithmetic and the per-question weights).
 Feedback (`settings.feedback`, 5): the fused ranking's best five rows stay first, as found, and both sides
 search again from them (`feedback`: the question's vector moved toward theirs; a BM25 query in which the
 question's own words keep half the weight and the ten words those rows use most tellingly share the
-rest); that second ranking orders rows 6 onwards. What answers a needle-like question is in the first
+rest); that second ranking orders rows 6 onwards. It reads the rows the first search's sides found (each
+side's list runs on to `FEEDBACK_POOL` times the candidates: its pool), not the whole folder again, so its
+cost follows the candidates, not the folder's size (a snapshot that reads the store asks the store again). What answers a needle-like question is in the first
 rows, which feedback leaves alone (on SQuAD, moving them cost R@1 .82 -> .69); a short question about a
 subject the folder covers in many passages gains below them (NFCorpus nDCG@10 .347 -> .371).
 
@@ -59,7 +61,7 @@ from rag.multilingual import MultilingualEmbedder
 from rag.served import StoredRows, StoredVectors
 from rag.settings import Settings
 from rag.store import StoredChunk
-from rag.vectors import Cover, Distances, Graph, Graphs, nearest
+from rag.vectors import Cover, Distances, Graph, Graphs, among, nearest
 
 
 @dataclass(frozen=True)
@@ -249,20 +251,23 @@ class Snapshot:
 
 
 def dense_top(snapshot: Snapshot, qv: np.ndarray, n: int, mask: np.ndarray | None = None,
-              side: str = "dense") -> tuple[list[int], Distances]:
+              side: str = "dense", depth: int = 0) -> tuple[list[int], Distances]:
     """A dense side's best `n` rows (`side`: "dense", MiniLM's, or "multilingual") among those `mask` keeps
     (> 0), closest first, equal distances in snapshot order, and every row's cosine distance (1 - dot: the
     vectors are unit), which the other sides' candidates take theirs from. An exact scan, or in a large
-    folder the side's graph re-ranked exactly (`rag.vectors`)."""
+    folder the side's graph re-ranked exactly (`rag.vectors`). `depth` (> n): the list runs on to that many
+    rows, the best of what the scan or graph read beyond the first `n` (feedback's pool)."""
     vectors = snapshot.side_vectors if side == "multilingual" else snapshot.vectors
     if not snapshot.chunks or vectors is None or n <= 0:
         return [], Distances(np.zeros((0, 0), dtype=np.float32), qv, full=np.zeros(len(snapshot.chunks), dtype=np.float32))
     if isinstance(vectors, StoredVectors):  # the store's own index (rag.served)
         doc_ids = None if mask is None else sorted(set(snapshot.doc_of[np.asarray(mask) > 0]))
+        # Only the candidates, whatever `depth`: feedback asks the store again (`dense_among`), so a deeper
+        # list would only lengthen the server's answer.
         found = vectors.nearest(qv, n, snapshot.pos, doc_ids)
         return [r for r, _ in found], Distances(vectors, np.asarray(qv, dtype=np.float32), known=dict(found))
     graph, cover = snapshot.graph_for(side)
-    return nearest(vectors, qv, n, mask, graph, cover)
+    return nearest(vectors, qv, n, mask, graph, cover, depth)
 
 
 # The multilingual side searches its graph on this thread while the caller's searches MiniLM's (and BM25):
@@ -271,16 +276,39 @@ def dense_top(snapshot: Snapshot, qv: np.ndarray, n: int, mask: np.ndarray | Non
 _SIDE = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="multilingual-side")
 
 
-def _side_search(snapshot: Snapshot, sq: np.ndarray, n: int, mask: np.ndarray | None):
-    """The multilingual side's `dense_top`, started: on the second thread when the side goes through its
-    graph, else when called (a scan of a large matrix is bound by memory, and two at once took longer than
-    one after the other: 24.8 against 20.9 ms at 134,926 passages); on the second thread as well when the
-    side's store answers (rag.served), so that both sides wait on the server at once. Call the result for
-    (rows, distances)."""
+def _side_search(snapshot: Snapshot, sq: np.ndarray, n: int, mask: np.ndarray | None, depth: int = 0,
+                 pool: np.ndarray | None = None):
+    """The multilingual side's `dense_top` to `depth` (or, with a `pool`, feedback's `dense_among`), started:
+    on the second thread when the side goes through its graph, else when called (a scan of a large matrix is
+    bound by memory, and two at once took longer than one after the other: 24.8 against 20.9 ms at 134,926
+    passages; a pool is a few hundred rows); on the second thread as well when the side's store answers
+    (rag.served), so that both sides wait on the server at once. Call the result for (rows, distances)."""
+    if pool is not None:
+        return functools.partial(dense_among, snapshot, sq, pool, n, mask, "multilingual")
+    search = functools.partial(dense_top, snapshot, sq, n, mask, "multilingual", depth)
     graph, _ = snapshot.graph_for("multilingual")
     if isinstance(snapshot.side_vectors, StoredVectors) or graph is not None and graph.breadth and mask is None:
-        return _SIDE.submit(dense_top, snapshot, sq, n, mask, "multilingual").result
-    return functools.partial(dense_top, snapshot, sq, n, mask, "multilingual")
+        return _SIDE.submit(search).result
+    return search
+
+
+def feedback_pool(snapshot: Snapshot, *lists: Sequence[int]) -> np.ndarray | None:
+    """The rows feedback's second search reads (ascending): those the first search's sides listed. None, the
+    whole folder, for a snapshot that reads the store (rag.served): its sides ask the store's index again,
+    as its vectors are not at hand and reading a pool's would cost more than the query."""
+    if isinstance(snapshot.vectors, StoredVectors):
+        return None
+    return np.unique(np.fromiter((r for rows in lists for r in rows), dtype=np.int64))
+
+
+def dense_among(snapshot: Snapshot, qv: np.ndarray, pool: np.ndarray | None, n: int,
+                mask: np.ndarray | None = None, side: str = "dense") -> tuple[list[int], Distances]:
+    """Feedback's second dense search: the side's best `n` rows of `pool` (`feedback_pool`), each distance
+    exact; the whole folder's (`dense_top`) when the pool is None."""
+    if pool is None:
+        return dense_top(snapshot, qv, n, mask, side)
+    return among(snapshot.side_vectors if side == "multilingual" else snapshot.vectors, qv, pool, n)
+
 
 # Pseudo-relevance feedback (`feedback`): how many words the best passages lend the BM25 query, the share
 # of that query left to the question's own words, and how much the passages' mean vector adds to the
@@ -288,8 +316,20 @@ def _side_search(snapshot: Snapshot, sq: np.ndarray, n: int, mask: np.ndarray | 
 FEEDBACK_TERMS = 10
 FEEDBACK_OWN = 0.5
 FEEDBACK_DENSE = 1.0
+# The second search orders the rows the first one's sides found (each side's best FEEDBACK_POOL times the
+# candidates asked), not the whole folder again: its cost then follows the candidates, not the folder's size
+# (feedback at 100,000 passages 11.7 -> 3.7 ms), and the sides' lists beyond the candidates cost next to
+# nothing (the scan or graph read them anyway). 20 keeps the whole folder's top 20 (recall@20 0.999 at
+# 100,000 passages of bench/bench_large.py's crowded folder, where every passage is near every other; 10: 0.989).
+FEEDBACK_POOL = 20
 # Version 2: only passages in the question's language lend words, and no single letter or bare number.
-FEEDBACK_RULE = (FEEDBACK_TERMS, FEEDBACK_OWN, FEEDBACK_DENSE, 2)  # in the calibration's fingerprint
+# Version 3: the second search reads the pool.
+FEEDBACK_RULE = (FEEDBACK_TERMS, FEEDBACK_OWN, FEEDBACK_DENSE, 3, FEEDBACK_POOL)  # in the calibration's fingerprint
+
+
+def pool_depth(settings: Settings) -> int:
+    """How far each side's list runs: the candidates, and with feedback on, its pool."""
+    return settings.candidates * (FEEDBACK_POOL if settings.feedback else 1)
 
 
 def feedback(snapshot: Snapshot, query: str, qv: np.ndarray, rows: Sequence[int],
@@ -388,7 +428,10 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     mask = None
     if doc_ids is not None:
         mask = np.isin(snapshot.doc_of, list(doc_ids)).astype(np.float32) if snapshot.chunks else None
-    bm25 = snapshot.lexical.top(query, n, mask)
+    # Each side's list runs deeper than the candidates when feedback will search again: its pool.
+    depth = pool_depth(settings)
+    bm25_pool = snapshot.lexical.top(query, depth, mask)
+    bm25 = bm25_pool[:n]
     bm25_ids = [snapshot.ids[i] for i, _ in bm25]
     bm25_scores = {snapshot.ids[i]: s for i, s in bm25}
     lap("bm25")
@@ -397,16 +440,18 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     if snapshot.side_vectors is not None and (side is not None or side_vector is not None):
         sq = side.embed_batch([query])[0] if side_vector is None else side_vector
         lap("multilingual embed")
-        beside = _side_search(snapshot, sq, n, mask)  # while MiniLM's side searches, through a graph
+        beside = _side_search(snapshot, sq, n, mask, depth)  # while MiniLM's side searches, through a graph
 
-    rows, dist = dense_top(snapshot, qv, n, mask)
+    rows_pool, dist = dense_top(snapshot, qv, n, mask, depth=depth)
+    rows = rows_pool[:n]
     dense = [(snapshot.ids[i], float(dist[i])) for i in rows]
     distances = dict(dense)
     lap("dense")
 
+    side_pool: list[int] = []
     if beside is not None:
-        side_rows, side_dist = beside()
-        side_list = [(snapshot.ids[i], float(side_dist[i])) for i in side_rows]
+        side_pool, side_dist = beside()
+        side_list = [(snapshot.ids[i], float(side_dist[i])) for i in side_pool[:n]]
     lap("multilingual")
 
     dist.need([snapshot.pos[cid] for cid in bm25_ids + [cid for cid, _ in side_list]])
@@ -431,11 +476,12 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
         kept = settings.feedback
         top_rows = [snapshot.pos[cid] for cid in order[:kept]]
         qv2, bag, expansion = feedback(snapshot, query, qv, top_rows, language)
+        pool = feedback_pool(snapshot, rows_pool, [i for i, _ in bm25_pool], side_pool)
         beside = None
         if sq is not None:  # the multilingual side moves toward the same passages
-            beside = _side_search(snapshot, _toward(sq, snapshot.side_vectors[top_rows]), n, mask)
-        rows2, dist2 = dense_top(snapshot, qv2, n, mask)
-        bm25_2 = snapshot.lexical.top(bag, n, mask)
+            beside = _side_search(snapshot, _toward(sq, snapshot.side_vectors[top_rows]), n, mask, pool=pool)
+        rows2, dist2 = dense_among(snapshot, qv2, pool, n, mask)
+        bm25_2 = snapshot.lexical.top(bag, n, mask) if pool is None else snapshot.lexical.top_among(bag, pool, n)
         dense_2 = [(snapshot.ids[i], float(dist2[i])) for i in rows2]
         bm25_2 = [(snapshot.ids[i], s) for i, s in bm25_2]
         side_2 = []

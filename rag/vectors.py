@@ -81,25 +81,51 @@ class Distances:
 
 
 def nearest(matrix: np.ndarray, q: np.ndarray, n: int, mask: np.ndarray | None = None,
-            graph: "Graph | None" = None, cover: "Cover | None" = None) -> tuple[list[int], Distances]:
+            graph: "Graph | None" = None, cover: "Cover | None" = None,
+            depth: int = 0) -> tuple[list[int], Distances]:
     """The `n` rows of `matrix` closest to `q` (closest first, equal distances in row order) among those
     `mask` keeps (> 0), and every row's distance. With a `graph` and its `cover` of this matrix and no mask,
-    the graph proposes and the matrix re-ranks (see the module docstring); else every kept row is scanned."""
+    the graph proposes and the matrix re-ranks (see the module docstring); else every kept row is scanned.
+    `depth` (> n): the list goes on to that many rows, the best the scan or the graph's proposals hold
+    beyond the first `n` (feedback's pool, rag.search): the graph is asked for no more than that, so the
+    first `n` are those asked for alone."""
     q = np.asarray(q, dtype=matrix.dtype)
+    depth = max(depth, n)
     if graph is None or cover is None or mask is not None or not graph.breadth:
         dist = 1.0 - matrix @ q
         keep = np.arange(len(dist)) if mask is None else np.flatnonzero(np.asarray(mask) > 0)
-        if n < keep.size:  # only rows at most the n-th distance can place; all of them, so ties stay in order
-            kth = np.partition(dist[keep], n - 1)[n - 1]
+        if depth < keep.size:  # only rows at most the depth-th distance can place; all of them, so ties stay in order
+            kth = np.partition(dist[keep], depth - 1)[depth - 1]
             keep = keep[dist[keep] <= kth]
-        rows = keep[np.argsort(dist[keep], kind="stable")][:n]
+        rows = keep[np.argsort(dist[keep], kind="stable")][:depth]
         return [int(i) for i in rows], Distances(matrix, q, full=dist)
-    proposed = cover.rows_of(graph.propose(q, max(n * GRAPH_PROPOSALS, n + 10)))
+    proposed = cover.rows_of(graph.propose(q, proposals(n, depth)))
     rows = np.union1d(proposed, cover.uncovered)  # sorted: row order breaks ties below
     dist = 1.0 - matrix[rows] @ q
-    order = np.argsort(dist, kind="stable")[:n]
+    order = np.argsort(dist, kind="stable")[:depth]
     known = {int(r): float(d) for r, d in zip(rows, dist)}
     return [int(rows[i]) for i in order], Distances(matrix, q, known=known)
+
+
+def proposals(n: int, depth: int = 0) -> int:
+    """How many rows a graph is asked for, for a search's best `n` and a list `depth` rows long: enough
+    beyond `n` that re-ranking them exactly finds the true best `n` (GRAPH_PROPOSALS times), and the list."""
+    return max(n * GRAPH_PROPOSALS, n + 10, depth)
+
+
+def among(matrix: np.ndarray, q: np.ndarray, rows: Sequence[int], n: int) -> tuple[list[int], Distances]:
+    """`nearest` within `rows` only (positions, ascending): the `n` of them closest to `q`, closest first,
+    equal distances in row order, each computed exactly; other rows' distances on demand.
+
+    >>> m = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], dtype=np.float32)
+    >>> among(m, np.array([0.0, 1.0]), [0, 2], 1)[0]
+    [2]
+    """
+    q = np.asarray(q, dtype=matrix.dtype)
+    rows = np.asarray(rows, dtype=np.int64)
+    dist = 1.0 - matrix[rows] @ q if rows.size else np.zeros(0, dtype=matrix.dtype)
+    order = np.argsort(dist, kind="stable")[:n]
+    return [int(rows[i]) for i in order], Distances(matrix, q, known=dict(zip(rows.tolist(), dist.tolist())))
 
 
 @dataclass(frozen=True)
@@ -123,16 +149,17 @@ class Graph:
         index.add(matrix)
         return cls(index, tuple(ids), np.array([text_hash(t) for t in texts], dtype=np.int64))
 
-    def tuned(self, matrix: np.ndarray, probes: np.ndarray, n: int = 20) -> "Graph":
+    def tuned(self, matrix: np.ndarray, probes: np.ndarray, n: int = 20, depth: int = 0) -> "Graph":
         """This graph searched at the smallest breadth of `GRAPH_BREADTHS` whose proposals hold `GRAPH_RECALL`
-        of the exact top `n` for the probe vectors (breadth 0 when none does)."""
+        of the exact top `n` for the probe vectors (breadth 0 when none does), asked as searches ask it
+        (`nearest`: `depth`, the rows a search's list runs on to)."""
         exact = [set(np.argsort(1.0 - matrix @ q, kind="stable")[:n].tolist()) for q in probes]
         recall = 0.0
         for breadth in GRAPH_BREADTHS:
             graph = dataclasses.replace(self, breadth=breadth)
             found = 0
             for q, best in zip(probes, exact):
-                dist = 1.0 - matrix[proposed := graph.propose(q, max(n * GRAPH_PROPOSALS, n + 10))] @ q
+                dist = 1.0 - matrix[proposed := graph.propose(q, proposals(n, depth))] @ q
                 found += len(best & set(proposed[np.argsort(dist, kind="stable")[:n]].tolist()))
             recall = found / (n * max(len(probes), 1))
             if recall >= GRAPH_RECALL:
@@ -232,6 +259,7 @@ class Graphs:
     # side -> probe question vectors for `Graph.tuned` (the engine's unrelated questions), read when a build
     # ends; None: the default breadth, untested.
     probes: Callable[[str], np.ndarray | None] | None = None
+    depth: int = 0  # how far searches' lists run (rag.search.pool_depth): each graph is checked asked as deep
     _threads: dict[str, threading.Thread] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -270,7 +298,7 @@ class Graphs:
         graph = Graph.build(matrix, ids, texts)
         probes = self.probes(side) if self.probes is not None else None
         if probes is not None and len(probes):
-            graph = graph.tuned(matrix, probes)
+            graph = graph.tuned(matrix, probes, depth=self.depth)
         self.current[side] = graph
         path = self._path(side)
         if path is not None:

@@ -14,7 +14,8 @@ import numpy as np
 from rag.gate import gate
 from rag.lexical import analyze_query
 from rag.fusion import FUSIONS, fuse, fused_order, normalise, question_weights
-from rag.search import FEEDBACK_DENSE, FEEDBACK_OWN, feedback
+import rag.search
+from rag.search import FEEDBACK_DENSE, FEEDBACK_OWN, dense_top, feedback
 from rag.settings import Settings
 
 DENSE = [("a", 0.9), ("b", 0.6), ("c", 0.3)]  # (id, cosine similarity), best first
@@ -256,6 +257,33 @@ def test_feedback_keeps_the_best_rows_and_orders_the_rest_by_a_second_search(sam
     choice = sample_engine.threshold_choice(QUESTION)
     kept = [[c.chunk_id for c in gate(r, choice.value, s.max_chunks, choice.rule).kept] for r in (on, off)]
     assert kept[0] and kept[0] == kept[1]
+
+
+def test_feedback_orders_the_rows_the_first_search_found_not_the_whole_folder(sample_engine, monkeypatch):
+    # Its pool: each side's list run on to FEEDBACK_POOL times the candidates. At 1 (the candidates alone) the
+    # second search may only reorder what the first one's sides found, so its cost follows the candidates.
+    monkeypatch.setattr(rag.search, "FEEDBACK_POOL", 1)
+    snap, n = sample_engine.snapshot, sample_engine.settings.candidates
+    assert len(snap.chunks) > 2 * n  # else every row is in the pool and nothing is tested
+    on = sample_engine.search(QUESTION)
+    qv = sample_engine.embedder.embed_batch([QUESTION])[0]
+    pool = set(dense_top(snap, qv, n)[0]) | {i for i, _ in snap.lexical.top(QUESTION, n)}
+    if snap.side_vectors is not None:
+        sq = sample_engine.side.embed_batch([QUESTION])[0]
+        pool |= set(dense_top(snap, sq, n, side="multilingual")[0])
+    placed = [snap.pos[c.chunk_id] for c in on.candidates[5:]]
+    assert placed and set(placed) <= pool
+    # Its dense ranks are places among the pool, by the moved vector.
+    moved = qv + FEEDBACK_DENSE * snap.vectors[[snap.pos[c.chunk_id] for c in on.candidates[:5]]].mean(axis=0)
+    rows = sorted(pool)
+    order = [rows[i] for i in np.argsort(-(snap.vectors[rows] @ (moved / np.linalg.norm(moved))), kind="stable")]
+    assert [order.index(r) + 1 for r, c in zip(placed, on.candidates[5:]) if c.dense_rank] == \
+        [c.dense_rank for c in on.candidates[5:] if c.dense_rank]
+    # The whole folder's second search (a pool as deep as the folder) places rows the first lists missed.
+    monkeypatch.setattr(rag.search, "FEEDBACK_POOL", len(snap.chunks))
+    whole = sample_engine.search(QUESTION)
+    assert [c.chunk_id for c in whole.candidates[:5]] == [c.chunk_id for c in on.candidates[:5]]
+    assert {snap.pos[c.chunk_id] for c in whole.candidates[5:]} - pool
 
 
 def test_feedback_gives_the_question_own_words_half_of_the_bm25_query(sample_engine):

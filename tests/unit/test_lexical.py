@@ -4,9 +4,10 @@ a value of it, content words and language, in both languages and on edge inputs 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from rag.lexical import question_language
+from rag.lexical import LexicalIndex, question_language
 from rag.terms import MEASURES, holds_value, identifier_numbers, number_tokens, question_terms
 
 
@@ -108,3 +109,22 @@ def test_question_language(question, folder, lang):
 ])
 def test_number_tokens(number, question, tokens):
     assert number_tokens(number, question) == tokens
+
+
+def _folder(n: int = 400, seed: int = 5) -> LexicalIndex:
+    rng = np.random.default_rng(seed)
+    words = ["rent", "deposit", "kiln", "glaze", "pets", "boiler", "invoice", "marina", "ferry", "tide"]
+    texts = [" ".join(rng.choice(words, size=rng.integers(0, 9))) for _ in range(n)]  # some empty, many ties
+    return LexicalIndex.build(texts, ["en"] * n)
+
+
+@pytest.mark.parametrize("bag", [{"rent": 1.0}, {"rent": 0.5, "kiln": 0.3, "tide": 0.2}, {"ferry": 1.0, "zebra": 1.0},
+                                 {"zebra": 1.0}, {}])
+@pytest.mark.parametrize("pick, n", [(slice(None), 20), (slice(None, None, 3), 5), (slice(10, 12), 20), (slice(0, 0), 5)])
+def test_top_among_ranks_those_rows_as_top_ranks_the_whole_folder(bag, pick, n):
+    # Feedback's second BM25 search (rag.search) reads only the first search's pool: the same scores, order
+    # and ties as the whole folder's ranking, keeping the pool's rows.
+    lex = _folder()
+    rows = np.arange(lex.size)[pick]
+    whole = [(r, s) for r, s in lex.top(bag, lex.size) if r in set(rows.tolist())][:n]
+    assert lex.top_among(bag, rows, n) == whole

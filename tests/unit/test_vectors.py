@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from rag.vectors import Cover, Graph, Graphs, nearest
+from rag.vectors import Cover, Graph, Graphs, among, nearest
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,21 @@ def test_a_mask_scans_the_rows_it_keeps_even_with_a_graph(built):
     mask[100:110] = 1
     got, _ = nearest(m, m[5], 3, mask=mask, graph=graph, cover=cover)
     assert got == [100 + i for i in exact(m[100:110], m[5], 3)]
+
+
+@pytest.mark.parametrize("pick", [slice(None), slice(None, None, 7), slice(5, 6), slice(0, 0)])
+def test_among_ranks_the_rows_given_as_a_mask_would(built, pick):
+    # Feedback's second dense search (rag.search.dense_among): the pool's rows ranked exactly, ties in row
+    # order, each distance the matrix's.
+    m = built[0]
+    m = np.vstack([m, m[:50]])  # duplicated rows: equal distances, which row order breaks
+    rows = np.arange(len(m))[pick]
+    mask = np.zeros(len(m), dtype=np.float32)
+    mask[rows] = 1
+    want, _ = nearest(m, m[7], 10, mask=mask)
+    got, dist = among(m, m[7], rows, 10)
+    assert got == want
+    assert all(abs(dist[r] - (1.0 - float(m[r] @ m[7]))) < 1e-6 for r in got)
 
 
 @pytest.mark.parametrize("above, rows, built_one", [(0, 500, False), (1000, 500, False), (100, 500, True)])
