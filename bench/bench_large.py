@@ -27,11 +27,20 @@ as well: the server's own resident set, and recall@20 of each side against an ex
 (read from the server after the timings).
 
     .venv/bin/python bench/bench_large.py --server --sizes 10000 100000 [--ef-search 1600]
+
+`--corpus real` builds from real text with the real models instead (NFCorpus's abstracts as runs of
+sentences, `write_real_corpus`; its questions are NFCorpus's queries): how a graph fares on a real model's
+vectors, which neither stand-in folder shows (the small one's crowd together, the zipf one's are near
+orthogonal). About 40 minutes of embedding for 100,000 passages here; `--sizes 7800 78000` gives about 10,000
+and 100,000 passages. `--multilingual off` measures with the multilingual side turned off.
+
+    .venv/bin/python bench/bench_large.py --corpus real --sizes 7800 78000
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import platform
 import random
@@ -88,6 +97,16 @@ def stand_ins():
     return embedder, side
 
 
+def models(corpus: str):
+    """(embedder, side) to index and search `corpus` with: the real models for "real", else the stand-ins."""
+    if corpus != "real":
+        return stand_ins()
+    import rag
+    from rag.multilingual import load_multilingual
+
+    return rag.load_embedder(), load_multilingual()
+
+
 SYLLABLES = "ba be bi bo bu da de di do du ka ke ki ko ku la le li lo lu ma me mi mo mu na ne ni no nu ra re ri ro ru sa se si so su ta te ti to tu".split()
 
 
@@ -118,6 +137,32 @@ def write_zipf_corpus(folder: Path, chunks: int, seed: int = 7, topics: int = 50
             picks = np.where(own, words[rng.integers(len(words), size=n)], rng.choice(len(vocab), n, p=p))
             parts.append(f"## Section {sec}\n\n" + " ".join(vocab[i] for i in picks).capitalize() + ".\n")
         (folder / f"doc-{d:05d}.md").write_text("\n".join(parts), encoding="utf-8")
+
+
+NFCORPUS = ROOT.parent / "shared" / "eval" / "nfcorpus"
+
+
+def _sentences(text: str) -> list[str]:
+    return [x for x in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9])", text.strip()) if x]
+
+
+def write_real_corpus(folder: Path, chunks: int) -> None:
+    """Real English for the real models (`--corpus real`): NFCorpus's 3,633 medical abstracts (../shared/eval/
+    nfcorpus), each a document whose sections are runs of one to four of its consecutive sentences
+    (every start): about 125,000 passages in all, overlapping as drafts and versions of notes do, so each
+    has close neighbours. Sections in order, abstract by abstract, until `chunks`."""
+    rows = [json.loads(line) for line in gzip.open(NFCORPUS / "corpus.jsonl.gz", "rt", encoding="utf-8")]
+    folder.mkdir(parents=True)
+    written = 0
+    for d, row in enumerate(rows):
+        sents = _sentences(row["text"])
+        runs = [" ".join(sents[i:i + k]) for k in (1, 2, 3, 4) for i in range(len(sents) - k + 1)]
+        runs = runs[:chunks - written]
+        if not runs:
+            break
+        body = "\n".join(f"## Passage {i}\n\n{run}\n" for i, run in enumerate(runs))
+        (folder / f"doc-{d:05d}.md").write_text(f"# {row['title']}\n\n{body}", encoding="utf-8")
+        written += len(runs)
 
 
 def rss_mb() -> float:
@@ -193,8 +238,8 @@ def build(size: int, rebuild: bool, corpus: str = "small", server: bool = False)
     if (root / "built.json").is_file() and not rebuild:
         return json.loads((root / "built.json").read_text())
     shutil.rmtree(root, ignore_errors=True)
-    (write_corpus if corpus == "small" else write_zipf_corpus)(root / "docs", size)
-    embedder, side = stand_ins()
+    {"small": write_corpus, "zipf": write_zipf_corpus, "real": write_real_corpus}[corpus](root / "docs", size)
+    embedder, side = models(corpus)
     with (Server(root / "db") if server else _Nothing()) as srv:
         engine = Engine(settings_for(root, srv, **({"search_reads": "store"} if server else {})), embedder=embedder,
                         side=side)
@@ -267,6 +312,9 @@ def questions(n: int, seed: int = 11, corpus: str = "small", size: int = 0) -> l
     from bench_engine import WORDS as words
 
     rng = random.Random(seed)
+    if corpus == "real":  # NFCorpus's own queries (their words are the folder's subject, not its passages')
+        asked = [json.loads(line)["text"] for line in (NFCORPUS / "queries.jsonl").open(encoding="utf-8")]
+        return [rng.choice(asked) for _ in range(n)]
     if corpus != "small":
         files = sorted((root_of(size, corpus) / "docs").glob("*.md"))[:1000]
         texts = [p.read_text(encoding="utf-8").split("\n\n")[2] for p in files]  # the first section's paragraph
@@ -275,7 +323,8 @@ def questions(n: int, seed: int = 11, corpus: str = "small", size: int = 0) -> l
     return [" ".join(rng.choice(words) for _ in range(rng.randint(3, 8))) + "?" for _ in range(n)]
 
 
-def measure(size: int, queries: int, corpus: str = "small", server: bool = False, ef: int | None = None) -> dict:
+def measure(size: int, queries: int, corpus: str = "small", server: bool = False, ef: int | None = None,
+            side: bool = True, pool: int = 0) -> dict:
     if server:
         db = root_of(size, corpus, True) / "db"
         if ef:  # written to both collections, then a fresh server loads them with it (rag.store.ChunkStore)
@@ -287,10 +336,11 @@ def measure(size: int, queries: int, corpus: str = "small", server: bool = False
                     ChunkStore(settings, name, dimension)
         with Server(db) as srv:
             return _measure(size, queries, corpus, srv, ef)
-    return _measure(size, queries, corpus, None)
+    return _measure(size, queries, corpus, None, with_side=side, pool=pool)
 
 
-def _measure(size: int, queries: int, corpus: str, server: "Server | None", ef: int | None = None) -> dict:
+def _measure(size: int, queries: int, corpus: str, server: "Server | None", ef: int | None = None,
+             with_side: bool = True, pool: int = 0) -> dict:
     import rag
     from rag import Engine, gate
     from rag.multilingual import load_multilingual
@@ -300,10 +350,11 @@ def _measure(size: int, queries: int, corpus: str, server: "Server | None", ef: 
     real.embed_batch(["warm up"])
     load_multilingual().embed_batch(["warm up"])
     steps["models loaded"] = rss_mb()
-    embedder, side = stand_ins()
+    embedder, side = models(corpus)
+    side = side if with_side else None
     root = root_of(size, corpus, server is not None)
     settings = settings_for(root, server, **({"search_reads": "store"} if server else {}),
-                            **({"hnsw_ef_search": ef} if ef else {}))
+                            **({"hnsw_ef_search": ef} if ef else {}), **({} if with_side else {"multilingual": False}), feedback_pool=pool)
     t = time.perf_counter()
     engine = Engine(settings, embedder=embedder, side=side)
     open_s = time.perf_counter() - t
@@ -391,7 +442,8 @@ def child(args) -> None:
     if args.child == "build":
         print(json.dumps(build(args.size, args.rebuild, args.corpus, args.server)))
     else:
-        print(json.dumps(measure(args.size, args.queries, args.corpus, args.server, args.ef_search)))
+        print(json.dumps(measure(args.size, args.queries, args.corpus, args.server, args.ef_search,
+                                 args.multilingual == "on", args.feedback_pool)))
 
 
 def main() -> None:
@@ -399,9 +451,10 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10000, 100000])
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--rebuild", action="store_true")
-    ap.add_argument("--corpus", choices=("small", "zipf"), default="small",
+    ap.add_argument("--corpus", choices=("small", "zipf", "real"), default="small",
                     help="small: bench_engine's 80-word vocabulary (every passage near every other: a graph's "
-                         "hard case); zipf: 20,000 words on 500 topics, as real folders are")
+                         "hard case); zipf: 20,000 words on 500 topics, as real folders are; real: NFCorpus's "
+                         "abstracts as runs of sentences, embedded by the real models (slow: ~25 ms a passage)")
     ap.add_argument("--label", default="", help="a name for this run's output file (bench/out/large-LABEL.json)")
     ap.add_argument("--plot", nargs="+", metavar=("SVG", "NAME=JSON"),
                     help="draw the curves of earlier runs: an SVG path, then NAME=file for each series "
@@ -409,6 +462,9 @@ def main() -> None:
     ap.add_argument("--server", action="store_true",
                     help="index through a `chroma run` server and search with search_reads = \"store\"")
     ap.add_argument("--ef-search", type=int, help="with --server: the HNSW search breadth (hnsw_ef_search) to measure at")
+    ap.add_argument("--feedback-pool", type=int, default=0, help="the feedback_pool setting to measure with")
+    ap.add_argument("--multilingual", choices=("on", "off"), default="on",
+                    help="off: measure with the multilingual side turned off (the index keeps its vectors)")
     ap.add_argument("--child", choices=("build", "measure"), help=argparse.SUPPRESS)
     ap.add_argument("--size", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -430,7 +486,8 @@ def main() -> None:
         run = lambda what, *extra: json.loads(subprocess.run(  # noqa: E731
             [sys.executable, __file__, "--child", what, "--size", str(size), "--queries", str(args.queries),
              "--corpus", args.corpus, *(["--server"] if args.server else []),
-             *(["--ef-search", str(args.ef_search)] if args.ef_search else []), *extra],
+             *(["--ef-search", str(args.ef_search)] if args.ef_search else []),
+             "--multilingual", args.multilingual, "--feedback-pool", str(args.feedback_pool), *extra],
             check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
         built = run("build", *(["--rebuild"] if args.rebuild else []))
         row = run("measure")

@@ -10,9 +10,10 @@ Fusion: `rag.fusion` (the arithmetic and the per-question weights).
 Feedback (`settings.feedback`, 5): the fused ranking's best five rows stay first, as found, and both sides
 search again from them (`feedback`: the question's vector moved toward theirs; a BM25 query in which the
 question's own words keep half the weight and the ten words those rows use most tellingly share the
-rest); that second ranking orders rows 6 onwards. It reads the rows the first search's sides found (each
-side's list runs on to `FEEDBACK_POOL` times the candidates: its pool), not the whole folder again, so its
-cost follows the candidates, not the folder's size (a snapshot that reads the store asks the store again). What answers a needle-like question is in the first
+rest); that second ranking orders rows 6 onwards. With `settings.feedback_pool` it reads only the rows the
+first search's sides listed (each side's list run on to that many times the candidates), not the whole folder
+again: its cost then follows the candidates, not the folder's size (a snapshot that reads the store asks the
+store again). What answers a needle-like question is in the first
 rows, which feedback leaves alone (on SQuAD, moving them cost R@1 .82 -> .69); a short question about a
 subject the folder covers in many passages gains below them (NFCorpus nDCG@10 .347 -> .371).
 
@@ -58,7 +59,7 @@ from rag.evidence import analyze_question, weigh
 from rag.fusion import fused_order
 from rag.lexical import LexicalIndex, analyze, analyze_query, question_language
 from rag.multilingual import MultilingualEmbedder
-from rag.served import StoredRows, StoredVectors
+from rag.served import StoredRows
 from rag.settings import Settings
 from rag.store import StoredChunk
 from rag.vectors import Cover, Distances, Graph, Graphs, among, nearest
@@ -219,10 +220,16 @@ class Snapshot:
         find the words of documents in another."""
         return tuple(sorted(set(self.langs) - {""}))
 
+    @property
+    def reads_store(self) -> bool:
+        """Whether this snapshot reads the store at query time (`search_reads = "store"`, rag.served): its
+        passages' texts and each side's vectors and nearest rows come from there."""
+        return isinstance(self.chunks, StoredRows)
+
     def passages(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
         """The passages at `rows`, by row: all of them from memory; read from the store (rag.served) when the
         snapshot does not hold its texts, less any gone or being rewritten since the snapshot was built."""
-        if isinstance(self.chunks, StoredRows):
+        if self.reads_store:
             return {r: c for r, c in zip(rows, self.chunks.fetch(rows)) if c is not None}
         return {r: self.chunks[r] for r in rows}
 
@@ -260,7 +267,7 @@ def dense_top(snapshot: Snapshot, qv: np.ndarray, n: int, mask: np.ndarray | Non
     vectors = snapshot.side_vectors if side == "multilingual" else snapshot.vectors
     if not snapshot.chunks or vectors is None or n <= 0:
         return [], Distances(np.zeros((0, 0), dtype=np.float32), qv, full=np.zeros(len(snapshot.chunks), dtype=np.float32))
-    if isinstance(vectors, StoredVectors):  # the store's own index (rag.served)
+    if snapshot.reads_store:  # the store's own index (rag.served)
         doc_ids = None if mask is None else sorted(set(snapshot.doc_of[np.asarray(mask) > 0]))
         # Only the candidates, whatever `depth`: feedback asks the store again (`dense_among`), so a deeper
         # list would only lengthen the server's answer.
@@ -287,16 +294,17 @@ def _side_search(snapshot: Snapshot, sq: np.ndarray, n: int, mask: np.ndarray | 
         return functools.partial(dense_among, snapshot, sq, pool, n, mask, "multilingual")
     search = functools.partial(dense_top, snapshot, sq, n, mask, "multilingual", depth)
     graph, _ = snapshot.graph_for("multilingual")
-    if isinstance(snapshot.side_vectors, StoredVectors) or graph is not None and graph.breadth and mask is None:
+    if snapshot.reads_store or graph is not None and graph.breadth and mask is None:
         return _SIDE.submit(search).result
     return search
 
 
-def feedback_pool(snapshot: Snapshot, *lists: Sequence[int]) -> np.ndarray | None:
-    """The rows feedback's second search reads (ascending): those the first search's sides listed. None, the
-    whole folder, for a snapshot that reads the store (rag.served): its sides ask the store's index again,
-    as its vectors are not at hand and reading a pool's would cost more than the query."""
-    if isinstance(snapshot.vectors, StoredVectors):
+def feedback_pool(snapshot: Snapshot, settings: Settings, *lists: Sequence[int]) -> np.ndarray | None:
+    """The rows feedback's second search reads (ascending): those the first search's sides listed, when
+    `settings.feedback_pool` asks for a pool. None, the whole folder: by default, and always for a snapshot
+    that reads the store (rag.served), whose sides ask the store's index again (its vectors are not at hand,
+    and reading a pool's would cost more than the query)."""
+    if not settings.feedback_pool or snapshot.reads_store:
         return None
     return np.unique(np.fromiter((r for rows in lists for r in rows), dtype=np.int64))
 
@@ -316,20 +324,14 @@ def dense_among(snapshot: Snapshot, qv: np.ndarray, pool: np.ndarray | None, n: 
 FEEDBACK_TERMS = 10
 FEEDBACK_OWN = 0.5
 FEEDBACK_DENSE = 1.0
-# The second search orders the rows the first one's sides found (each side's best FEEDBACK_POOL times the
-# candidates asked), not the whole folder again: its cost then follows the candidates, not the folder's size
-# (feedback at 100,000 passages 11.7 -> 3.7 ms), and the sides' lists beyond the candidates cost next to
-# nothing (the scan or graph read them anyway). 20 keeps the whole folder's top 20 (recall@20 0.999 at
-# 100,000 passages of bench/bench_large.py's crowded folder, where every passage is near every other; 10: 0.989).
-FEEDBACK_POOL = 20
 # Version 2: only passages in the question's language lend words, and no single letter or bare number.
-# Version 3: the second search reads the pool.
-FEEDBACK_RULE = (FEEDBACK_TERMS, FEEDBACK_OWN, FEEDBACK_DENSE, 3, FEEDBACK_POOL)  # in the calibration's fingerprint
+FEEDBACK_RULE = (FEEDBACK_TERMS, FEEDBACK_OWN, FEEDBACK_DENSE, 2)  # in the calibration's fingerprint
 
 
 def pool_depth(settings: Settings) -> int:
-    """How far each side's list runs: the candidates, and with feedback on, its pool."""
-    return settings.candidates * (FEEDBACK_POOL if settings.feedback else 1)
+    """How far each side's list runs: the candidates, and with feedback reading a pool
+    (`settings.feedback_pool`), the pool's."""
+    return settings.candidates * (settings.feedback_pool if settings.feedback and settings.feedback_pool else 1)
 
 
 def feedback(snapshot: Snapshot, query: str, qv: np.ndarray, rows: Sequence[int],
@@ -428,7 +430,7 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     mask = None
     if doc_ids is not None:
         mask = np.isin(snapshot.doc_of, list(doc_ids)).astype(np.float32) if snapshot.chunks else None
-    # Each side's list runs deeper than the candidates when feedback will search again: its pool.
+    # Each side's list runs deeper than the candidates when feedback's second search reads a pool.
     depth = pool_depth(settings)
     bm25_pool = snapshot.lexical.top(query, depth, mask)
     bm25 = bm25_pool[:n]
@@ -476,7 +478,7 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
         kept = settings.feedback
         top_rows = [snapshot.pos[cid] for cid in order[:kept]]
         qv2, bag, expansion = feedback(snapshot, query, qv, top_rows, language)
-        pool = feedback_pool(snapshot, rows_pool, [i for i, _ in bm25_pool], side_pool)
+        pool = feedback_pool(snapshot, settings, rows_pool, [i for i, _ in bm25_pool], side_pool)
         beside = None
         if sq is not None:  # the multilingual side moves toward the same passages
             beside = _side_search(snapshot, _toward(sq, snapshot.side_vectors[top_rows]), n, mask, pool=pool)

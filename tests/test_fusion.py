@@ -14,7 +14,6 @@ import numpy as np
 from rag.gate import gate
 from rag.lexical import analyze_query
 from rag.fusion import FUSIONS, fuse, fused_order, normalise, question_weights
-import rag.search
 from rag.search import FEEDBACK_DENSE, FEEDBACK_OWN, dense_top, feedback
 from rag.settings import Settings
 
@@ -259,13 +258,13 @@ def test_feedback_keeps_the_best_rows_and_orders_the_rest_by_a_second_search(sam
     assert kept[0] and kept[0] == kept[1]
 
 
-def test_feedback_orders_the_rows_the_first_search_found_not_the_whole_folder(sample_engine, monkeypatch):
-    # Its pool: each side's list run on to FEEDBACK_POOL times the candidates. At 1 (the candidates alone) the
-    # second search may only reorder what the first one's sides found, so its cost follows the candidates.
-    monkeypatch.setattr(rag.search, "FEEDBACK_POOL", 1)
+def test_feedback_with_a_pool_orders_the_rows_the_first_search_found_not_the_whole_folder(sample_engine):
+    # With `feedback_pool`, each side's list runs on to that many times the candidates. At 1 (the candidates
+    # alone) the second search may only reorder what the first one's sides found, so its cost follows them.
+    pooled = sample_engine.settings.replace(feedback_pool=1)
     snap, n = sample_engine.snapshot, sample_engine.settings.candidates
     assert len(snap.chunks) > 2 * n  # else every row is in the pool and nothing is tested
-    on = sample_engine.search(QUESTION)
+    on = sample_engine.search(QUESTION, settings=pooled)
     qv = sample_engine.embedder.embed_batch([QUESTION])[0]
     pool = set(dense_top(snap, qv, n)[0]) | {i for i, _ in snap.lexical.top(QUESTION, n)}
     if snap.side_vectors is not None:
@@ -279,8 +278,8 @@ def test_feedback_orders_the_rows_the_first_search_found_not_the_whole_folder(sa
     order = [rows[i] for i in np.argsort(-(snap.vectors[rows] @ (moved / np.linalg.norm(moved))), kind="stable")]
     assert [order.index(r) + 1 for r, c in zip(placed, on.candidates[5:]) if c.dense_rank] == \
         [c.dense_rank for c in on.candidates[5:] if c.dense_rank]
-    # The whole folder's second search (a pool as deep as the folder) places rows the first lists missed.
-    monkeypatch.setattr(rag.search, "FEEDBACK_POOL", len(snap.chunks))
+    # The whole folder's second search (the default) places rows the first lists missed.
+    assert sample_engine.settings.feedback_pool == 0
     whole = sample_engine.search(QUESTION)
     assert [c.chunk_id for c in whole.candidates[:5]] == [c.chunk_id for c in on.candidates[:5]]
     assert {snap.pos[c.chunk_id] for c in whole.candidates[5:]} - pool
