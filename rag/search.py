@@ -158,6 +158,7 @@ class SearchResult:
     # words). Without feedback: every candidate is the first ranking's and `expansion` is empty.
     kept_first: int = 0
     expansion: tuple[str, ...] = ()
+    pooled: int = 0  # how many rows that second search read (`settings.feedback_pool`); 0: the whole folder
     # A follow-up by its form searched alone (`Engine.search`): the joined query that was tried first and
     # found no passage holding enough of this question's own words. "" otherwise.
     joined_tried: str = ""
@@ -179,9 +180,10 @@ class SearchResult:
         if self.kept_first >= len(self.candidates):
             return ""
         words = f", and BM25 also searched for {', '.join(self.expansion)}" if self.expansion else ""
+        among = f", among the {self.pooled} passages the first search's sides listed" if self.pooled else ""
         return (f"Rows {self.kept_first + 1}–{len(self.candidates)} were ordered by a second search from rows "
-                f"1–{self.kept_first} (their mean vector added to the question's{words}); their dense and BM25 "
-                f"ranks are that search's. Every distance is the question's own.")
+                f"1–{self.kept_first}{among} (their mean vector added to the question's{words}); their dense and "
+                f"BM25 ranks are that search's. Every distance is the question's own.")
 
 
 @dataclass
@@ -470,7 +472,7 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     fused = dict(ranked)
     order = [cid for cid, _ in ranked]
     lap("fusion")
-    kept, expansion = len(order), ()
+    kept, expansion, pool = len(order), (), None
     if 0 < settings.feedback < len(order):
         # The first ranking's best `feedback` passages stay first, as found; both sides search again from
         # them and order the rest (see `feedback`). A row placed by the second search shows that search's
@@ -541,4 +543,5 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
                         timings_ms=timings, searched_chunks=len(snapshot.chunks), terms=asked.terms,
                         unknown_names=asked.unknown_names, absent_names=asked.absent_names, subject=asked.subject,
                         language=language, fusion=settings.fusion,
-                        kept_first=kept, expansion=expansion, folder_languages=snapshot.languages)
+                        kept_first=kept, expansion=expansion, folder_languages=snapshot.languages,
+                        pooled=0 if pool is None else len(pool))

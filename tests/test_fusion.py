@@ -270,6 +270,7 @@ def test_feedback_with_a_pool_orders_the_rows_the_first_search_found_not_the_who
     if snap.side_vectors is not None:
         sq = sample_engine.side.embed_batch([QUESTION])[0]
         pool |= set(dense_top(snap, sq, n, side="multilingual")[0])
+    assert on.pooled == len(pool) and f"among the {len(pool)} passages the first search's sides listed" in on.feedback_note
     placed = [snap.pos[c.chunk_id] for c in on.candidates[5:]]
     assert placed and set(placed) <= pool
     # Its dense ranks are places among the pool, by the moved vector.
@@ -281,6 +282,7 @@ def test_feedback_with_a_pool_orders_the_rows_the_first_search_found_not_the_who
     # The whole folder's second search (the default) places rows the first lists missed.
     assert sample_engine.settings.feedback_pool == 0
     whole = sample_engine.search(QUESTION)
+    assert whole.pooled == 0 and "among the" not in whole.feedback_note
     assert [c.chunk_id for c in whole.candidates[:5]] == [c.chunk_id for c in on.candidates[:5]]
     assert {snap.pos[c.chunk_id] for c in whole.candidates[5:]} - pool
 
