@@ -87,8 +87,8 @@ def nearest(matrix: np.ndarray, q: np.ndarray, n: int, mask: np.ndarray | None =
     `mask` keeps (> 0), and every row's distance. With a `graph` and its `cover` of this matrix and no mask,
     the graph proposes and the matrix re-ranks (see the module docstring); else every kept row is scanned.
     `depth` (> n): the list goes on to that many rows, the best the scan or the graph's proposals hold
-    beyond the first `n` (feedback's pool, rag.search): the graph is asked for no more than that, so the
-    first `n` are those asked for alone."""
+    beyond the first `n` (feedback's pool, rag.search); the graph is then asked for at least that many rows,
+    so its first `n` are at least as close as those asked for alone."""
     q = np.asarray(q, dtype=matrix.dtype)
     depth = max(depth, n)
     if graph is None or cover is None or mask is not None or not graph.breadth:
