@@ -351,7 +351,8 @@ class Engine:
                tuple(self.embedder.languages), sorted(self._languages), self._main_language(),
                questions_digest(), GATE_RULES, word_rules(), FEEDBACK_RULE, self.indexer.content_key,
                self.judge.stamp if self.judge else "", tuple(self.judge.languages) if self.judge else (),
-               self.side.name if self.side else "", s.search_reads]  # (the store's HNSW may miss a row memory finds)
+               self.side.name if self.side else "", s.search_reads,  # (the store's HNSW may miss a row memory finds)
+               s.feedback_pool]  # (it may place other rows 6-20, whose distances the calibration reads too)
         return hashlib.sha1(repr(key).encode("utf-8")).hexdigest()
 
     def calibrated(self, stale_ok: bool = False) -> Calibration | None:

@@ -98,7 +98,8 @@ class Settings:
     # listed, each side's list run on to this many times `candidates` (its pool): the cost then follows the
     # candidates, not the folder (at 100,000 passages: 38.9 -> 23.3 ms a search on real text), but rows 6-20
     # then hold 0.98 of the whole folder's on real text (0.999 on a synthetic folder), so it is off by default.
-    # Rows 1-5 (and so every answer, the gate and the calibration) are the same either way.
+    # Rows 1-5 (so every answer with up to five passages) are the same either way; the calibration, which reads
+    # every row's distance, is fingerprinted with it.
     feedback_pool: int = 0
     bm25_k1: float = _tuned(1.2)
     bm25_b: float = _tuned(0.75)

@@ -258,7 +258,7 @@ def test_feedback_keeps_the_best_rows_and_orders_the_rest_by_a_second_search(sam
     assert kept[0] and kept[0] == kept[1]
 
 
-def test_feedback_with_a_pool_orders_the_rows_the_first_search_found_not_the_whole_folder(sample_engine):
+def test_feedback_with_a_pool_orders_the_rows_the_first_search_found_not_the_whole_folder(sample_engine, monkeypatch):
     # With `feedback_pool`, each side's list runs on to that many times the candidates. At 1 (the candidates
     # alone) the second search may only reorder what the first one's sides found, so its cost follows them.
     pooled = sample_engine.settings.replace(feedback_pool=1)
@@ -283,6 +283,10 @@ def test_feedback_with_a_pool_orders_the_rows_the_first_search_found_not_the_who
     assert sample_engine.settings.feedback_pool == 0
     whole = sample_engine.search(QUESTION)
     assert whole.pooled == 0 and "among the" not in whole.feedback_note
+    # The calibration reads every row's distance, rows 6-20 included: a pool asks for a calibration of its own.
+    before = sample_engine.calibration_fingerprint()
+    monkeypatch.setattr(sample_engine, "settings", pooled)
+    assert sample_engine.calibration_fingerprint() != before
     assert [c.chunk_id for c in whole.candidates[:5]] == [c.chunk_id for c in on.candidates[:5]]
     assert {snap.pos[c.chunk_id] for c in whole.candidates[5:]} - pool
 
