@@ -340,8 +340,7 @@ class LexicalIndex:
         Read straight off bm25s's index (per token, the chunks holding it and their precomputed scores): one
         `bincount` over the query tokens' postings, not one pass over every chunk per token.
         """
-        vocab = self._bm25.vocab_dict if self._bm25 is not None else {}
-        ids = [(vocab[t], w) for t, w in weights.items() if w and t in vocab]
+        ids = self._bag(weights)
         if not ids:
             return np.zeros(self.size, dtype=np.float32)
         sc = self._bm25.scores
@@ -350,6 +349,11 @@ class LexicalIndex:
         vals = np.concatenate([data[indptr[j]:indptr[j + 1]] * np.float32(w) for j, w in ids])
         out = np.bincount(rows, weights=vals, minlength=self.size).astype(np.float32)
         return out * mask if mask is not None else out
+
+    def _bag(self, weights: Mapping[str, float]) -> list[tuple[int, float]]:
+        """A weighted bag of tokens as (the index's column, weight), leaving out unknown tokens and zero weights."""
+        vocab = self._bm25.vocab_dict if self._bm25 is not None else {}
+        return [(vocab[t], w) for t, w in weights.items() if w and t in vocab]
 
     def top_among(self, weights: Mapping[str, float], rows: np.ndarray, n: int) -> list[tuple[int, float]]:
         """`top` of a weighted bag of tokens among `rows` only (positions, ascending): each token's postings
@@ -360,8 +364,7 @@ class LexicalIndex:
         >>> [row for row, _ in lex.top_among({"rent": 1.0}, np.array([1, 2, 3]), 5)]
         [2]
         """
-        vocab = self._bm25.vocab_dict if self._bm25 is not None else {}
-        ids = [(vocab[t], w) for t, w in weights.items() if w and t in vocab]
+        ids = self._bag(weights)
         if not ids or n <= 0 or not len(rows):
             return []
         sc = self._bm25.scores

@@ -100,11 +100,7 @@ def nearest(matrix: np.ndarray, q: np.ndarray, n: int, mask: np.ndarray | None =
         rows = keep[np.argsort(dist[keep], kind="stable")][:depth]
         return [int(i) for i in rows], Distances(matrix, q, full=dist)
     proposed = cover.rows_of(graph.propose(q, proposals(n, depth)))
-    rows = np.union1d(proposed, cover.uncovered)  # sorted: row order breaks ties below
-    dist = 1.0 - matrix[rows] @ q
-    order = np.argsort(dist, kind="stable")[:depth]
-    known = {int(r): float(d) for r, d in zip(rows, dist)}
-    return [int(rows[i]) for i in order], Distances(matrix, q, known=known)
+    return among(matrix, q, np.union1d(proposed, cover.uncovered), depth)  # sorted: row order breaks ties
 
 
 def proposals(n: int, depth: int = 0) -> int:
