@@ -142,6 +142,11 @@ def write_zipf_corpus(folder: Path, chunks: int, seed: int = 7, topics: int = 50
 NFCORPUS = ROOT.parent / "shared" / "eval" / "nfcorpus"
 
 
+def nfcorpus_queries() -> list[str]:
+    """NFCorpus's queries, in the file's order: the real corpus's questions (on its subject)."""
+    return [json.loads(line)["text"] for line in (NFCORPUS / "queries.jsonl").open(encoding="utf-8")]
+
+
 def _sentences(text: str) -> list[str]:
     return [x for x in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9])", text.strip()) if x]
 
@@ -313,7 +318,7 @@ def questions(n: int, seed: int = 11, corpus: str = "small", size: int = 0) -> l
 
     rng = random.Random(seed)
     if corpus == "real":  # NFCorpus's own queries (their words are the folder's subject, not its passages')
-        asked = [json.loads(line)["text"] for line in (NFCORPUS / "queries.jsonl").open(encoding="utf-8")]
+        asked = nfcorpus_queries()
         return [rng.choice(asked) for _ in range(n)]
     if corpus != "small":
         files = sorted((root_of(size, corpus) / "docs").glob("*.md"))[:1000]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ from rag.calibration import LANGUAGES, unrelated_questions  # noqa: E402
 from rag.store import ChunkStore  # noqa: E402
 from rag.vectors import GRAPH_BREADTHS, Graph  # noqa: E402
 
-NFCORPUS = ROOT.parent / "shared" / "eval" / "nfcorpus"
+from bench_large import NFCORPUS, nfcorpus_queries  # noqa: E402  (bench/ is the script's own folder)
 
 
 def main() -> None:
@@ -51,8 +50,7 @@ def main() -> None:
               model.embed_batch([q for lang in LANGUAGES for _, q in unrelated_questions(lang)])[::10],
               "the folder's passages": m[np.random.default_rng(0).choice(len(m), 80, replace=False)]}
     if (NFCORPUS / "queries.jsonl").is_file():
-        asked = [json.loads(line)["text"] for line in (NFCORPUS / "queries.jsonl").open(encoding="utf-8")]
-        probes["NFCorpus queries"] = model.embed_batch(asked[:400:4])
+        probes["NFCorpus queries"] = model.embed_batch(nfcorpus_queries()[:400:4])
     print("| questions | breadth | recall@20 | within the 20th distance | largest gap at the 20th | ms |\n|---|---:|---:|---:|---:|---:|")
     for name, qs in probes.items():
         for breadth in GRAPH_BREADTHS:
