@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 import rag  # noqa: E402
 from rag import load_settings  # noqa: E402
-from rag.calibration import LANGUAGES, unrelated_questions  # noqa: E402
+from rag.calibration import LANGUAGES, folder_sentences, unrelated_questions  # noqa: E402
 from rag.store import ChunkStore  # noqa: E402
 from rag.vectors import GRAPH_BREADTHS, Graph  # noqa: E402
 
@@ -40,15 +40,17 @@ def main() -> None:
     root = Path(args.root)
     settings = load_settings(env={}, folder=root / "docs", index_dir=root / "index")
     model = rag.load_embedder()
-    stored = ChunkStore(settings, model.name, model.dimension).all_vectors()
-    ids = sorted(stored)
-    m = np.stack([stored[i] for i in ids]).astype(np.float32)
+    chunks = sorted(ChunkStore(settings, model.name, model.dimension).all_chunks(vectors=True), key=lambda c: c.id)
+    ids = [c.id for c in chunks]
+    m = np.stack([c.vector for c in chunks]).astype(np.float32)
     t = time.perf_counter()
     graph = Graph.build(m, ids, [""] * len(ids))
     print(f"{len(ids):,} passages; graph built in {time.perf_counter() - t:.0f} s; {args.proposals} proposals\n")
     probes = {"unrelated questions (the graph check's)":
               model.embed_batch([q for lang in LANGUAGES for _, q in unrelated_questions(lang)])[::10],
-              "the folder's passages": m[np.random.default_rng(0).choice(len(m), 80, replace=False)]}
+              "the folder's passages": m[np.random.default_rng(0).choice(len(m), 80, replace=False)],
+              "the folder's own sentences (rag.calibration.folder_sentences)":
+              model.embed_batch([t for _, t in folder_sentences(chunks, n=80)])}
     if (NFCORPUS / "queries.jsonl").is_file():
         probes["NFCorpus queries"] = model.embed_batch(nfcorpus_queries()[:400:4])
     print("| questions | breadth | recall@20 | within the 20th distance | largest gap at the 20th | ms |\n|---|---:|---:|---:|---:|---:|")

@@ -121,8 +121,9 @@ class Indexer:
     def __init__(self, settings: Settings, embedder: Embedder, strategy: Strategy,
                  after_change: Callable[[], None] = lambda: None, group: int = EMBED_GROUP,
                  side: MultilingualEmbedder | None = None,
-                 graph_probes: Callable[[str], np.ndarray | None] | None = None):
-        """`graph_probes`: side -> question vectors each new graph is checked with (rag.vectors.Graphs)."""
+                 graph_probes: Callable[[str, Sequence], np.ndarray | None] | None = None):
+        """`graph_probes`: (side, the snapshot's passages) -> question vectors each new graph is checked with
+        (rag.vectors.Graphs)."""
         self.settings = settings
         self.folder = Path(settings.folder)
         self.embedder = embedder

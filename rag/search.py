@@ -45,6 +45,7 @@ threshold change re-gates the same candidates without searching again.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import functools
 import re
 import time
@@ -214,6 +215,11 @@ class Snapshot:
         if got is None or got[0] is not graph:
             got = self._covers[side] = (graph, Cover.of(graph, self.chunks, self.pos))
         return got
+
+    def scanned(self) -> "Snapshot":
+        """This snapshot searched without its graphs: every row scanned, exactly (the calibration's searches,
+        rag.engine). The same passages, vectors and BM25 index; nothing is copied."""
+        return self if self.graphs is None else dataclasses.replace(self, graphs=None, _covers={})
 
     @functools.cached_property
     def languages(self) -> tuple[str, ...]:

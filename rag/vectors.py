@@ -46,11 +46,13 @@ GRAPH_LINKS = 32
 GRAPH_BUILD_BREADTH = 160
 GRAPH_BREADTH = 256
 GRAPH_PROPOSALS = 3
-# Each built graph is checked against the exact scan on probe questions (the calibration's unrelated ones) and
-# searched at the smallest of these breadths that finds GRAPH_RECALL of the scan's top 20; at none, the side
-# is scanned (a folder whose vectors a graph cannot navigate: measured on one made of random bags of words).
+# Each built graph is checked against the exact scan on probe questions and searched at the smallest of these
+# breadths that finds GRAPH_RECALL of the scan's top 20; at none, the side is scanned (a folder whose vectors a
+# graph cannot navigate: measured on one made of random bags of words). The probes are GRAPH_PROBES of the
+# folder's own sentences (rag.engine: the questions a graph must serve are on the folder's subject).
 GRAPH_BREADTHS = (GRAPH_BREADTH, 512, 1024)
 GRAPH_RECALL = 0.99
+GRAPH_PROBES = 100
 # A new graph when this share of the snapshot's rows is not covered, or of the graph's is gone. Not tuned: a
 # guess between scanning many uncovered rows beside the graph and building often while a folder is indexed.
 REBUILD_SHARE = 0.2
@@ -133,6 +135,7 @@ class Graph:
     hashes: np.ndarray  # label -> CRC-32 of the chunk's text
     breadth: int = GRAPH_BREADTH  # the search's breadth (`tuned`); 0: the graph misses too much, scan instead
     recall: float | None = None  # its recall@20 of the exact scan on the probes, when tuned
+    depth: int = 0  # how deep the lists it was checked for run (`tuned`)
 
     @classmethod
     def build(cls, matrix: np.ndarray, ids: Sequence[str], texts: Sequence[str]) -> "Graph":
@@ -157,10 +160,11 @@ class Graph:
             for q, best in zip(probes, exact):
                 dist = 1.0 - matrix[proposed := graph.propose(q, proposals(n, depth))] @ q
                 found += len(best & set(proposed[np.argsort(dist, kind="stable")[:n]].tolist()))
-            recall = found / (n * max(len(probes), 1))
+            recall = found / max(sum(len(best) for best in exact), 1)  # (a folder of fewer than n rows: all)
             if recall >= GRAPH_RECALL:
-                return dataclasses.replace(graph, recall=recall)
-        return dataclasses.replace(self, index=None, breadth=0, recall=recall)  # kept as a record, not in memory
+                return dataclasses.replace(graph, recall=recall, depth=depth)
+        # Kept as a record, not in memory.
+        return dataclasses.replace(self, index=None, breadth=0, recall=recall, depth=depth)
 
     def save(self, path: Path) -> None:
         """Write the graph and its rows' keys beside each other, each through a temporary file: a crash
@@ -175,7 +179,7 @@ class Graph:
             faiss.write_index(self.index, str(path) + ".tmp")
         with open(str(keys) + ".tmp", "wb") as f:
             np.savez(f, ids=np.array(self.ids, dtype=str), hashes=self.hashes,
-                     breadth=np.array([self.breadth, -1.0 if self.recall is None else self.recall]))
+                     breadth=np.array([self.breadth, -1.0 if self.recall is None else self.recall, self.depth]))
         os.replace(str(keys) + ".tmp", keys)
         os.replace(str(path) + ".tmp", path)
 
@@ -188,14 +192,15 @@ class Graph:
         try:
             index = faiss.read_index(str(path))
             with np.load(keys) as got:
-                ids, hashes, (breadth, recall) = tuple(got["ids"].tolist()), got["hashes"], got["breadth"]
+                ids, hashes, (breadth, recall, depth) = tuple(got["ids"].tolist()), got["hashes"], got["breadth"]
         except (OSError, RuntimeError, ValueError, KeyError):
-            return None
+            return None  # (a graph saved before its depth was: built again)
+        recall = None if recall < 0 else float(recall)
         if not breadth:
-            return cls(None, ids, hashes, 0, None if recall < 0 else float(recall))
+            return cls(None, ids, hashes, 0, recall, int(depth))
         if not index.ntotal == len(ids) == len(hashes):
             return None
-        return cls(index, ids, hashes, int(breadth), None if recall < 0 else float(recall))
+        return cls(index, ids, hashes, int(breadth), recall, int(depth))
 
     def propose(self, q: np.ndarray, k: int) -> np.ndarray:
         import faiss
@@ -252,9 +257,9 @@ class Graphs:
     current: dict[str, Graph] = field(default_factory=dict)
     folder: Path | None = None
     models: dict[str, str] = field(default_factory=dict)
-    # side -> probe question vectors for `Graph.tuned` (the engine's unrelated questions), read when a build
-    # ends; None: the default breadth, untested.
-    probes: Callable[[str], np.ndarray | None] | None = None
+    # (side, the snapshot's passages) -> probe question vectors for `Graph.tuned` (rag.engine: the folder's own
+    # sentences), read when a build ends; None: the default breadth, untested.
+    probes: Callable[[str, Sequence], np.ndarray | None] | None = None
     depth: int = 0  # how far searches' lists run (rag.search.pool_depth): each graph is checked asked as deep
     _threads: dict[str, threading.Thread] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -270,8 +275,7 @@ class Graphs:
             running = self._threads.get(side)
             if running is not None and running.is_alive():
                 return  # the next publish offers again
-            ids, texts = tuple(c.id for c in chunks), tuple(c.text for c in chunks)
-            thread = threading.Thread(target=self._build, args=(side, matrix, ids, texts),
+            thread = threading.Thread(target=self._build, args=(side, matrix, chunks),
                                       name=f"graph-{side}", daemon=True)
             self._threads[side] = thread
             thread.start()
@@ -287,12 +291,13 @@ class Graphs:
         for side in self.models if self.above > 0 else ():
             path = self._path(side)
             graph = Graph.load(path) if path is not None and path.is_file() else None
-            if graph is not None:
+            # A graph checked for lists of another depth (feedback_pool changed since) is checked again: built anew.
+            if graph is not None and graph.depth == self.depth:
                 self.current[side] = graph
 
-    def _build(self, side: str, matrix: np.ndarray, ids: tuple[str, ...], texts: tuple[str, ...]) -> None:
-        graph = Graph.build(matrix, ids, texts)
-        probes = self.probes(side) if self.probes is not None else None
+    def _build(self, side: str, matrix: np.ndarray, chunks: Sequence) -> None:
+        graph = Graph.build(matrix, [c.id for c in chunks], [c.text for c in chunks])
+        probes = self.probes(side, chunks) if self.probes is not None else None
         if probes is not None and len(probes):
             graph = graph.tuned(matrix, probes, depth=self.depth)
         self.current[side] = graph

@@ -6,6 +6,7 @@ is found, and the store is let go of while idle and opened again for the next wr
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 QUESTIONS = ["How long should the bread dough rise?", "When is the rent due each month?",
@@ -47,9 +48,25 @@ def pair(make_engine, tmp_path):
 def test_each_side_searched_through_its_graph_ranks_as_the_exact_scan(pair):
     graphed, scanned, _ = pair
     assert set(graphed.indexer.graphs.current) == {"dense", "multilingual"}
-    assert graphed.snapshot.graph_for("dense")[0] is not None and scanned.snapshot.graph_for("dense") == (None, None)
+    assert all(graphed.snapshot.graph_for(side)[0].breadth for side in ("dense", "multilingual"))  # in use
+    assert scanned.snapshot.graph_for("dense") == (None, None)
     for q in QUESTIONS:
         assert ranked(graphed.search(q)) == ranked(scanned.search(q)), q
+
+
+def test_the_calibration_scans_every_row_whatever_the_graphs_find(pair, monkeypatch):
+    """A graph's misses must not reach the threshold: it is chosen on the exact distances (rag.engine)."""
+    from rag.vectors import Graph
+
+    graphed, scanned, _ = pair
+    monkeypatch.setattr(Graph, "propose", lambda self, q, k: np.zeros(0, dtype=np.int64))  # a graph that finds nothing
+    assert ranked(graphed.search(QUESTIONS[0])) != ranked(scanned.search(QUESTIONS[0]))  # questions go through it
+    before = graphed.calibrations
+    graphed.calibration = scanned.calibration = None  # computed again, now
+    ours, exact = graphed.calibrated(), scanned.calibrated()
+    assert graphed.calibrations == before + 1
+    assert graphed.snapshot.graph_for("dense")[0] is not None
+    assert ours.languages == exact.languages and ours.points == exact.points
 
 
 def test_a_passage_written_after_the_graph_is_found(pair):

@@ -152,6 +152,29 @@ def test_a_saved_graph_is_read_back_and_a_broken_one_is_rebuilt(built, tmp_path)
     assert broken.current == {}
 
 
+def test_a_new_graph_is_checked_on_the_snapshots_probes_and_not_read_back_for_lists_of_another_depth(built, tmp_path):
+    m, rows, _ = built
+    asked = []
+
+    def probes(side, chunks):
+        asked.append((side, [c.id for c in chunks]))
+        return m[:: len(m) // 20][:20]  # questions on the folder's subject: its own rows
+
+    folder, models = tmp_path / "graphs", {"dense": "all-MiniLM-L6-v2"}
+    graphs = Graphs(100, folder=folder, models=models, probes=probes, depth=60)
+    graphs.offer("dense", m, rows, None)
+    graphs.wait()
+    assert asked == [("dense", [r.id for r in rows])]
+    made = graphs.current["dense"]
+    assert made.breadth and made.recall >= 0.99 and made.depth == 60
+    same = Graphs(100, folder=folder, models=models, depth=60)
+    same.load()
+    assert same.current["dense"].depth == 60 and same.current["dense"].breadth == made.breadth
+    other = Graphs(100, folder=folder, models=models, depth=0)  # feedback_pool changed since: checked again
+    other.load()
+    assert other.current == {}
+
+
 def test_a_graph_is_checked_against_the_scan_and_one_that_misses_too_much_is_not_used(built, monkeypatch, tmp_path):
     import rag.vectors as vectors
 
