@@ -388,11 +388,15 @@ class LexicalIndex:
         scores in index order, as the dense side orders equal distances, so every run ranks ties alike.
         `question`: its text, or a weighted bag of analysed tokens (`weighted_scores`)."""
         s = self.scores(question, mask) if isinstance(question, str) else self.weighted_scores(question, mask)
-        if not s.size or n <= 0:
+        # Only positions that score can place, so only they are selected among: that also spares the
+        # partition the folder's many equal zeros, which made it twenty times slower (2.9 against 0.13 ms for
+        # 20,000 scoring positions of 97,514).
+        scoring = np.flatnonzero(s > 0)
+        if not scoring.size or n <= 0:
             return []
-        n = min(n, s.size)
+        n = min(n, scoring.size)
         # Every position scoring at least the n-th best, so ties at the cut are chosen by position too.
-        kth = np.partition(s, s.size - n)[s.size - n]
-        idx = np.flatnonzero(s >= kth)
+        kth = np.partition(s[scoring], scoring.size - n)[scoring.size - n]
+        idx = scoring[s[scoring] >= kth]
         idx = idx[np.argsort(-s[idx], kind="stable")][:n]
-        return [(int(i), float(s[i])) for i in idx if s[i] > 0]
+        return [(int(i), float(s[i])) for i in idx]

@@ -48,11 +48,14 @@ GRAPH_BREADTH = 256
 GRAPH_PROPOSALS = 3
 # Each built graph is checked against the exact scan on probe questions and searched at the smallest of these
 # breadths that finds GRAPH_RECALL of the scan's top 20; at none, the side is scanned (a folder whose vectors a
-# graph cannot navigate: measured on one made of random bags of words). The probes are GRAPH_PROBES of the
-# folder's own sentences (rag.engine: the questions a graph must serve are on the folder's subject).
+# graph cannot navigate: measured on one made of random bags of words). The probes are the first
+# GRAPH_PROBE_WORDS words of GRAPH_PROBES of the folder's own sentences (rag.engine: the questions a graph
+# must serve are short and on the folder's subject; whole sentences were easier than real questions for the
+# multilingual side's graph, their openings as hard or harder for both sides: bench/graph_probes.py).
 GRAPH_BREADTHS = (GRAPH_BREADTH, 512, 1024)
 GRAPH_RECALL = 0.99
 GRAPH_PROBES = 100
+GRAPH_PROBE_WORDS = 8
 # A new graph when this share of the snapshot's rows is not covered, or of the graph's is gone. Not tuned: a
 # guess between scanning many uncovered rows beside the graph and building often while a folder is indexed.
 REBUILD_SHARE = 0.2

@@ -128,3 +128,16 @@ def test_top_among_ranks_those_rows_as_top_ranks_the_whole_folder(bag, pick, n):
     rows = np.arange(lex.size)[pick]
     whole = [(r, s) for r, s in lex.top(bag, lex.size) if r in set(rows.tolist())][:n]
     assert lex.top_among(bag, rows, n) == whole
+
+
+@pytest.mark.parametrize("bag", [{"rent": 1.0}, {"rent": 0.5, "kiln": 0.3, "tide": 0.2}, {"zebra": 1.0}, {}])
+@pytest.mark.parametrize("n", [0, 1, 7, 20, 1000])
+@pytest.mark.parametrize("masked", [False, True])
+def test_top_is_the_best_n_scoring_positions_ties_in_position_order(bag, n, masked):
+    # What `top` promises, against a plain sort of every score: positive scores only, best first, equal
+    # scores in position order (the folder has many ties and many passages without the words).
+    lex = _folder()
+    mask = (np.arange(lex.size) % 2).astype(np.float32) if masked else None
+    s = lex.weighted_scores(bag, mask)
+    want = sorted(((i, float(s[i])) for i in range(lex.size) if s[i] > 0), key=lambda p: (-p[1], p[0]))[:n]
+    assert lex.top(bag, n, mask) == want
