@@ -52,7 +52,7 @@ GRAPH_PROPOSALS = 3
 # GRAPH_PROBE_WORDS words of GRAPH_PROBES of the folder's own sentences (rag.engine: the questions a graph
 # must serve are short and on the folder's subject; whole sentences were easier than real questions for the
 # multilingual side's graph, their openings as hard or harder for both sides: bench/graph_probes.py).
-GRAPH_BREADTHS = (GRAPH_BREADTH, 512, 1024)
+GRAPH_BREADTHS = (GRAPH_BREADTH, 512, 768, 1024)
 GRAPH_RECALL = 0.99
 GRAPH_PROBES = 100
 GRAPH_PROBE_WORDS = 8
