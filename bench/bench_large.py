@@ -242,8 +242,13 @@ def build(size: int, rebuild: bool, corpus: str = "small", server: bool = False)
     root = root_of(size, corpus, server)
     if (root / "built.json").is_file() and not rebuild:
         return json.loads((root / "built.json").read_text())
-    shutil.rmtree(root, ignore_errors=True)
-    {"small": write_corpus, "zipf": write_zipf_corpus, "real": write_real_corpus}[corpus](root / "docs", size)
+    # A build cut short (a million passages take longer than a session here) goes on where it stopped: the
+    # folder is written once (marked when whole), and indexing is durable, so a sync indexes what is missing.
+    resumed = (root / "docs.written").is_file() and not rebuild
+    if not resumed:
+        shutil.rmtree(root, ignore_errors=True)
+        {"small": write_corpus, "zipf": write_zipf_corpus, "real": write_real_corpus}[corpus](root / "docs", size)
+        (root / "docs.written").write_text("")
     embedder, side = models(corpus)
     with (Server(root / "db") if server else _Nothing()) as srv:
         engine = Engine(settings_for(root, srv, **({"search_reads": "store"} if server else {})), embedder=embedder,
@@ -251,7 +256,7 @@ def build(size: int, rebuild: bool, corpus: str = "small", server: bool = False)
         t = time.perf_counter()
         report = engine.sync()
         info = {"size": size, "chunks": len(engine.snapshot.chunks), "build_s": time.perf_counter() - t,
-                "embedded": report.embedded}
+                "embedded": report.embedded, "resumed": resumed}  # (resumed: build_s is the last leg's alone)
         engine.close()
     (root / "built.json").write_text(json.dumps(info))
     return info
