@@ -14,7 +14,9 @@ of it), so a passage re-indexed with other text since is treated as new. Each gr
 folder under its side's model name, so the next start reads it (a second or so at 100,000 passages) rather
 than building it again (minutes). A new graph is built when a fifth of the
 snapshot's rows are not covered, or a fifth of the graph's rows are gone; until the first is ready, every
-search scans, exactly, as below the threshold.
+search scans, exactly, as below the threshold. Each new graph is checked against the scan (`Graph.tuned`, on
+probe questions the engine gives: the opening words of the folder's own sentences); the calibration's
+searches never use a graph (rag.engine), so a graph's misses can only make a question look farther.
 
 What it does not do: filtered searches through the graph. A search kept to some documents scans their rows
 (`mask`), exactly, at any size: a filter keeps few rows, and the graph cannot skip the others cheaply.
