@@ -165,7 +165,7 @@ def show(calibration: cal.Calibration) -> None:
                 st.error("Give the sentence that answers it, or tick 'should refuse' (one of the two).")
             else:
                 q = Question(question=text.strip(), needle=None if refuse else " ".join(expected.split()),
-                             lang=question_language(text, engine.snapshot.languages), refuse=refuse)
+                             lang=question_language(text, engine.snapshot.language_shares), refuse=refuse)
                 save_question(questions_path, q)
                 st.success(ui.md_escape(f"Saved: {q.question}"))
                 st.rerun()

@@ -185,7 +185,7 @@ class Engine:
         text in it. A question whose language is unclear counts as written in the folder's main language."""
         s = settings or self.settings
         held = self._held_languages()
-        lang = question_language(question, held) if question else ""
+        lang = question_language(question, self.snapshot.language_shares) if question else ""
         return question_weights(s, lang or self._main_language(), self.embedder.languages, held)
 
     def _held_languages(self) -> tuple[str, ...]:
@@ -451,7 +451,7 @@ class Engine:
         language; the default (nothing indexed yet). `lang`: the question's language when known (else
         detected)."""
         if lang is None:  # before any question (an empty one) no language is known, nor unclear
-            lang = question_language(question, self._held_languages()) if question.strip() else None
+            lang = question_language(question, self.snapshot.language_shares) if question.strip() else None
         s = self.settings
         # While files are being indexed the folder changes every few seconds: keep the last calibration
         # rather than recompute it for each question; it is recomputed once the queue empties.

@@ -17,6 +17,7 @@ enough.
 >>> class Folder:  # what weighing reads of a snapshot: its chunks, its lexical index, each chunk's document
 ...     chunks = ["Project Heron goes live on 3 March.", "The kiln is fired every Thursday."]
 ...     lexical = LexicalIndex.build(chunks, ["en", "en"])
+...     language_shares = {"en": 2}
 ...     doc_of = None
 >>> asked = analyze_question("When does Project Falcon go live?", "When does Project Falcon go live?", Folder)
 >>> asked.terms, asked.absent_names
@@ -95,7 +96,7 @@ def analyze_question(question: str, query: str, snapshot: "Snapshot", lang: str 
     earlier_text = query[:-len(question)] if joined else ""
     # Its own words only: a follow-up with none ("Why?", "Há ou à?") is not supported by the passages that
     # hold the question before it (they would answer that question again, not this one).
-    lang = question_language(own, lexical.languages if has_chunks else ()) if lang is None else lang
+    lang = question_language(own, snapshot.language_shares if has_chunks else ()) if lang is None else lang
     terms = tuple(question_terms(own, lang=lang))
     # Only a folder with something in it can be said never to mention a name; one a letter off a word it
     # uses may be a misspelling of it.

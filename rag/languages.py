@@ -6,7 +6,10 @@ is py3langid's (langid.py's model, shipped inside the package: nothing is downlo
 languages, so a text is never said to be in one the analyzer cannot read.
 
 A document is long enough to tell (`document_language`); a question often is not ("Preço?"): when its
-best guess is not clear, `question_language` takes the likeliest of the folder's own languages.
+best guess is not clear, `question_language` takes the likeliest of the folder's own languages, each
+weighed by its share of the folder's passages when the caller knows them (a prior: a folder of 97,299
+English passages and 215 French or German ones took "Does Animal Protein Cause Osteoporosis?" and a fifth
+of NFCorpus's queries for French or German when every language it holds counted alike).
 
 What it does not do: analyse text (`rag.lexical`), or hold the word rules, which are written for English
 and Portuguese only (`rag.words`); elsewhere those rules stand down.
@@ -17,6 +20,8 @@ and Portuguese only (`rag.words`); elsewhere those rules stand down.
 ('de', 'en')
 >>> question_language("Preço?", folder=("pt", "en")), question_language("", folder=("pt",))
 ('pt', '')
+>>> question_language("Harmane", folder=("en", "fr")), question_language("Harmane", folder={"en": 97299, "fr": 153})
+('fr', 'en')
 >>> name("de"), nouns_capitalised("de"), nouns_capitalised("en"), name("xx")
 ('German', True, False, 'xx')
 """
@@ -27,7 +32,7 @@ import functools
 import re
 import tomllib
 from importlib import resources
-from typing import Sequence
+from typing import Mapping, Sequence
 
 
 @functools.lru_cache(maxsize=None)
@@ -91,12 +96,17 @@ def document_language(text: str) -> str:
     return ranks[0][0] if ranks and ranks[0][1] >= DOCUMENT_CLEAR else ""
 
 
-def question_language(text: str, folder: Sequence[str] = ()) -> str:
+def question_language(text: str, folder: Sequence[str] | Mapping[str, float] = ()) -> str:
     """The language of a question: the likeliest when it is clear (`CLEAR`); otherwise the likeliest of
-    the folder's languages (`folder`); '' when neither tells (no letter, no folder language)."""
+    the folder's languages (`folder`: the languages, or each with its passages or share, which then weighs its
+    likelihood: Bayes' rule with the folder as the prior); '' when neither tells (no letter, no folder
+    language). A clear question keeps its language whatever the folder holds (a question in English about
+    Portuguese notes is English)."""
     ranks = ranked(text)
     if not ranks:
         return ""
     if ranks[0][1] >= CLEAR or not folder:
         return ranks[0][0] if ranks[0][1] >= CLEAR else ""
-    return next((lang for lang, _ in ranks if lang in folder), "")
+    prior = folder if isinstance(folder, Mapping) else dict.fromkeys(folder, 1.0)
+    held = [(p * prior[lang], -i, lang) for i, (lang, p) in enumerate(ranks) if prior.get(lang, 0) > 0]
+    return max(held)[2] if held else ""

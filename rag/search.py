@@ -228,6 +228,12 @@ class Snapshot:
         find the words of documents in another."""
         return tuple(sorted(set(self.langs) - {""}))
 
+    @functools.cached_property
+    def language_shares(self) -> dict[str, int]:
+        """Passages per language (unclear ones left out): a short question's language is weighed by them
+        (rag.languages.question_language)."""
+        return dict(Counter(lang for lang in self.langs if lang))
+
     @property
     def reads_store(self) -> bool:
         """Whether this snapshot reads the store at query time (`search_reads = "store"`, rag.served): its
@@ -422,7 +428,7 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     n = settings.candidates
     weights = weights or {"dense": settings.dense_weight, "bm25": settings.bm25_weight,
                           "multilingual": settings.multilingual_weight_read}
-    language = question_language(question, snapshot.languages)
+    language = question_language(question, snapshot.language_shares)
     t = time.perf_counter()
     timings: dict[str, float] = {}
 

@@ -100,6 +100,23 @@ def test_question_language(question, folder, lang):
     assert question_language(question, folder) == lang
 
 
+NFCORPUS_MIX = {"en": 97299, "fr": 153, "de": 62}  # passages by detected language, the real 97,514-passage folder
+
+
+@pytest.mark.parametrize("question, folder, lang", [
+    # An unclear question weighs each language the folder holds by its passages: a few misread passages do not
+    # make a short English question French or German (with every language counted alike they did).
+    ("Does Animal Protein Cause Osteoporosis?", NFCORPUS_MIX, "en"), ("Harmane", NFCORPUS_MIX, "en"),
+    ("Does Animal Protein Cause Osteoporosis?", tuple(NFCORPUS_MIX), "de"),
+    # A clearly likelier minority language still wins, and a clear question keeps its own language.
+    ("Preço?", {"en": 107, "pt": 18}, "pt"), ("Horário?", {"en": 107, "pt": 18}, "pt"),
+    ("Wie hoch ist die Miete für die Wohnung?", {"en": 10}, "de"),
+    ("E para juniores?", {"es": 0, "pt": 3}, "pt"), ("Wifi?", {}, ""),
+])
+def test_an_unclear_questions_language_is_weighed_by_the_folders_passages(question, folder, lang):
+    assert question_language(question, folder) == lang
+
+
 @pytest.mark.parametrize("number, question, tokens", [
     ("3", "", ("3", "three", "tres")),
     ("2", "How much is Level 2?", ("2",)),
