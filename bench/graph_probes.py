@@ -9,7 +9,8 @@ the exact one, and ms a search.
     .venv/bin/python bench/graph_probes.py [bench/out/large-real-78000] [--side dense|multilingual] [--proposals 60]
 
 Reads every vector of the index once (Chroma on disk) and builds the side's graph again (15-30 s at
-100,000). Nothing is asserted: docs/benchmarks.md "Real text: the graph checked on the folder's sentences".
+100,000). Nothing is asserted: docs/benchmarks.md "Real text: the graph checked on the folder's own
+sentences".
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("root", nargs="?", default=str(ROOT / "bench" / "out" / "large-real-78000"))
     ap.add_argument("--proposals", type=int, default=proposals(20),
-                    help="rows the graph is asked for, re-ranked exactly (default: as a search asks, rag.vectors.proposals)")
+                    help="rows the graph is asked for, re-ranked exactly (default: as a search asks)")
     ap.add_argument("--side", choices=("dense", "multilingual"), default="dense")
     args = ap.parse_args()
     root = Path(args.root)
