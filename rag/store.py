@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -29,6 +30,8 @@ MAX_BATCH = 5000  # under Chroma's maximum batch (5461)
 # is read (measured at 10,000 chunks: 200 MB for one page of every metadata, 60 MB in pages of 500); a
 # smaller page costs more round trips, a larger one a higher peak.
 PAGE = 1000
+# Ids per read when only ids are asked for (about 3 MB of reply).
+ID_PAGE = 100_000
 
 
 @dataclass(frozen=True)
@@ -176,14 +179,7 @@ class ChunkStore:
 
     def all_vectors(self, page: int = PAGE) -> dict[str, np.ndarray]:
         """Every vector in the collection, by chunk id."""
-        out, offset = {}, 0
-        while True:
-            got = self._call("get", include=["embeddings"], limit=page, offset=offset)
-            if got["ids"]:
-                out.update(zip(got["ids"], np.asarray(got["embeddings"], dtype=np.float32)))
-            if len(got["ids"]) < page:
-                return out
-            offset += page
+        return {cid: np.asarray(vec, dtype=np.float32) for cid, _, _, vec in self._rows(["embeddings"], page)}
 
     def delete_docs(self, doc_ids: Sequence[str]) -> None:
         if doc_ids:
@@ -215,36 +211,45 @@ class ChunkStore:
         return self._call("count")
 
     def all_chunks(self, page: int = PAGE, vectors: bool = False) -> Iterable[StoredChunk]:
-        offset = 0
         include = ["documents", "metadatas"] + (["embeddings"] if vectors else [])
-        while True:
-            got = self._call("get", include=include, limit=page, offset=offset)
-            vecs = (np.asarray(got["embeddings"], dtype=np.float32) if vectors and got["ids"]
-                    else [None] * len(got["ids"]))
-            for cid, text, meta, vec in zip(got["ids"], got["documents"], got["metadatas"], vecs):
-                yield StoredChunk(cid, meta["doc_id"], text, meta, vec)
-            if len(got["ids"]) < page:
-                return
-            offset += page
+        for cid, text, meta, vec in self._rows(include, page):
+            yield StoredChunk(cid, meta["doc_id"], text, meta,
+                              np.asarray(vec, dtype=np.float32) if vec is not None else None)
 
     def doc_ids(self, page: int = PAGE) -> set[str]:
         """Every document id that has chunks in the store (metadata only: cheap enough for each sync)."""
-        out, offset = set(), 0
-        while True:
-            got = self._call("get", include=["metadatas"], limit=page, offset=offset)
-            out.update(m["doc_id"] for m in got["metadatas"])
-            if len(got["ids"]) < page:
-                return out
-            offset += page
+        return {meta["doc_id"] for _, _, meta, _ in self._rows(["metadatas"], page)}
 
     def chunk_counts(self, page: int = PAGE) -> dict[str, int]:
         """Chunks per document id in the store (metadata only, as `doc_ids`)."""
-        out: dict[str, int] = {}
-        offset = 0
+        return dict(Counter(meta["doc_id"] for _, _, meta, _ in self._rows(["metadatas"], page)))
+
+    def _rows(self, include: Sequence[str], page: int = PAGE) -> Iterable[tuple[str, Any, Any, Any]]:
+        """Every row of the collection as (id, document, metadata, embedding), None for what `include` does
+        not ask, in the store's own order, `page` rows read at a time: the ids first, then each page asked for
+        by its ids. Chroma reads a page asked for by offset by passing over every row before it, so reading a
+        whole collection that way grows with its square: a server holding 627,000 chunks took 5.5 minutes for
+        one pass over their metadata, 0.6 s a page of 1,000 and rising (issue 36); asked for by ids, a page
+        costs the same wherever it lies. A row deleted between the two reads is left out."""
+        ids = self._ordered_ids()
+        for at in range(0, len(ids), page):
+            wanted = ids[at:at + page]
+            got = self._call("get", ids=wanted, include=list(include))
+            row = {cid: k for k, cid in enumerate(got["ids"])}
+            docs, metas = got.get("documents"), got.get("metadatas")
+            vecs = got.get("embeddings") if "embeddings" in include else None
+            for cid in wanted:  # (the reply's order is the store's to choose: the ids' order is kept)
+                k = row.get(cid)
+                if k is not None:
+                    yield (cid, docs[k] if docs is not None else None, metas[k] if metas is not None else None,
+                           vecs[k] if vecs is not None else None)
+
+    def _ordered_ids(self, page: int = ID_PAGE) -> list[str]:
+        """Every chunk id in the collection, in the store's own order (nothing else is read)."""
+        out, offset = [], 0
         while True:
-            got = self._call("get", include=["metadatas"], limit=page, offset=offset)
-            for m in got["metadatas"]:
-                out[m["doc_id"]] = out.get(m["doc_id"], 0) + 1
+            got = self._call("get", include=[], limit=page, offset=offset)
+            out.extend(got["ids"])
             if len(got["ids"]) < page:
                 return out
             offset += page
@@ -272,15 +277,9 @@ class ChunkStore:
         return {cid: StoredChunk(cid, meta["doc_id"], text, meta)
                 for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"])}
 
-    def ids(self, page: int = PAGE * 10) -> set[str]:
+    def ids(self) -> set[str]:
         """Every chunk id in the collection (nothing else is read)."""
-        out, offset = set(), 0
-        while True:
-            got = self._call("get", include=[], limit=page, offset=offset)
-            out.update(got["ids"])
-            if len(got["ids"]) < page:
-                return out
-            offset += page
+        return set(self._ordered_ids())
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         if not ids:

@@ -109,3 +109,42 @@ def test_a_restart_reads_the_saved_graphs_rather_than_building_them(pair, make_e
     assert {side: g.ids for side, g in again.indexer.graphs.current.items()} == built
     assert not again.indexer.graphs._threads  # nothing was built: each read graph covers every passage
     assert again.search(QUESTIONS[1]).candidates[0].doc_name == "lease.md"
+
+
+@pytest.mark.parametrize("where", ["embedded", pytest.param("server", marks=pytest.mark.server)])
+def test_a_whole_collection_read_page_by_page_by_ids_is_every_row_once_in_the_stores_order(where, request, tmp_path):
+    """Whole-collection reads (the snapshot's start, a sync's counts) ask each page for by its ids, not by
+    offset (which a server reads in time that grows with the offset): across page and id-page boundaries
+    every row comes once, with its own text, metadata and vector, in the order the store lists its rows."""
+    from rag import load_settings
+    from rag.chunk import Chunk
+    from rag.store import ChunkStore
+
+    more = {}
+    if where == "server":
+        srv = request.getfixturevalue("chroma_server")
+        more = dict(chroma_host=srv["host"], chroma_port=srv["port"], collection_prefix="p" + tmp_path.name[-8:])
+    settings = load_settings(env={}, folder=tmp_path / "docs", index_dir=tmp_path / "index", **more)
+    store = ChunkStore(settings, "paging-test", 4)
+    rng = np.random.default_rng(5)
+    docs = {f"d{d:03d}": int(rng.integers(1, 9)) for d in range(500)}  # about 2,000 chunks, uneven documents
+    chunks = [Chunk(f"{d}-{i:05d}", d, i, f"{d} passage {i}", f"passage {i}", 0, 9, "S") for d, n in docs.items()
+              for i in range(n)]
+    vectors = rng.standard_normal((len(chunks), 4)).astype(np.float32)
+    store.add(chunks, vectors, {"lang": "en"})
+    store.delete_doc("d007")
+    listed = store._call("get", include=[], limit=len(chunks) + 10, offset=0)["ids"]  # the store's own order
+    kept = [c for c in chunks if c.doc_id != "d007"]
+    assert sorted(listed) == sorted(c.id for c in kept)
+
+    read = list(store.all_chunks(page=300, vectors=True))
+    assert [c.id for c in read] == listed
+    by_id = {c.id: (c, v) for c, v in zip(chunks, vectors)}
+    for c in read:
+        chunk, vector = by_id[c.id]
+        assert (c.doc_id, c.text, c.meta["chunk_index"]) == (chunk.doc_id, chunk.text, chunk.index)
+        assert np.allclose(c.vector, vector, atol=1e-6)
+    assert store.chunk_counts(page=300) == {d: n for d, n in docs.items() if d != "d007"}
+    assert store.doc_ids(page=700) == set(docs) - {"d007"}
+    assert store._ordered_ids(page=250) == listed and store.ids() == set(listed)
+    assert set(store.all_vectors(page=999)) == set(listed)
