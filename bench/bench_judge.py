@@ -7,7 +7,9 @@ with the judge off and on (in one run, alternating, so the machine's noise falls
   default `judge_top`) and the other Ns asked;
 - the whole search (embedding, both sides, fusion, feedback, judge) with and without it;
 - the judge's load time (cold, in this process) and the calibration's time with and without it;
-- fp32 against int8 (the shipped default) for N = 20.
+- fp32 against int8 (the shipped default) for N = 20;
+- each pair read alone (the shipped reading) against the 20 read as one padded batch (the reading before),
+  and how far a pair's int8 score moves between the two (int8 sets its scale per input).
 
     .venv/bin/python bench/bench_judge.py [--n 20,10,5] [--questions 60]
 """
@@ -28,12 +30,22 @@ sys.path.insert(0, str(ROOT))
 
 import rag  # noqa: E402
 from rag import load_settings  # noqa: E402
-from rag.judge import JUDGE_DIR, Judge, rerank  # noqa: E402
+from rag.judge import JUDGE_DIR, Judge, passage_text, rerank  # noqa: E402
 
 
 def pct(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+def batch_scores(judge: Judge, question: str, passages: list[str]) -> list[float]:
+    """The pairs read as one padded batch, as `Judge.score` read them before it read each alone."""
+    import torch
+
+    enc = judge.tokenizer([question] * len(passages), passages, truncation="only_second",
+                          max_length=judge.max_length, padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        return judge.model(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"]).float().tolist()
 
 
 def main(argv=None) -> int:
@@ -65,8 +77,14 @@ def main(argv=None) -> int:
         engine.settings = settings
         results = [engine.search(q) for q in questions]  # judge off: retrieval alone
         stage = {n: [] for n in map(int, args.n.split(","))}
-        stage_fp32, search_off, search_on = [], [], []
+        stage_fp32, search_off, search_on, batched, moved = [], [], [], [], []
         for q, r in zip(questions, results):
+            texts = [passage_text(c) for c in r.candidates[:20]]
+            t = time.perf_counter()
+            together = batch_scores(int8, r.query or q, texts)
+            batched.append((time.perf_counter() - t) * 1000)
+            int8.forget()
+            moved += [abs(a - b) for a, b in zip(together, int8.score(r.query or q, texts))]
             for n in stage:
                 int8.forget()
                 t = time.perf_counter()
@@ -89,6 +107,8 @@ def main(argv=None) -> int:
     print(f"judge load (int8, cold in this process): {load_ms:.0f} ms")
     for n, xs in stage.items():
         print(f"judge stage, N = {n:>2} (int8): p50 {pct(xs, .5):.0f} ms, p95 {pct(xs, .95):.0f} ms")
+    print(f"N = 20 read as one batch (before; scoring only): p50 {pct(batched, .5):.0f} ms, p95 {pct(batched, .95):.0f} ms;"
+          f" a pair's score there against alone: median {pct(moved, .5):.2f}, largest {max(moved):.2f} logits apart")
     print(f"judge stage, N = 20 (fp32): p50 {pct(stage_fp32, .5):.0f} ms, p95 {pct(stage_fp32, .95):.0f} ms")
     print(f"whole search without the judge: p50 {pct(search_off, .5):.0f} ms, p95 {pct(search_off, .95):.0f} ms")
     print(f"whole search with the judge (N = 20): p50 {pct(search_on, .5):.0f} ms, p95 {pct(search_on, .95):.0f} ms")

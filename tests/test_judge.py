@@ -56,6 +56,18 @@ def test_the_shipped_judge_loads_offline_from_the_package_and_names_its_language
     assert judge.stamp.startswith("judge-") and judge.stamp == load_judge().stamp
 
 
+def test_a_pairs_score_is_its_own_whatever_else_is_read_beside_it():
+    """The calibration reads 3 passages a question and a search 20: a pair must score the same in both, or the
+    cut is chosen on other numbers than the ones it is held against (int8 sets its scale per input)."""
+    judge = load_judge()
+    question, answer = "When is the kiln fired?", "The kiln is fired every Thursday."
+    alone = judge.score(question, [answer])[0]
+    judge.forget()
+    beside = judge.score(question, ["Bread.", KILN, answer, "A bisque firing costs 4 euros per shelf."])
+    judge.forget()
+    assert beside[2] == alone and beside[0] == judge.score(question, ["Bread."])[0]
+
+
 @pytest.mark.parametrize("question, answers, shares_words", [
     ("When is the kiln fired?", "The kiln is fired every Thursday.",
      "Do not open the kiln room door while the kiln is firing."),
