@@ -8,7 +8,7 @@ searches, without searching again, for each configuration asked (`--configs`):
 - `words`: today's gate without the judge (fused order, the word tests, calibrated as before);
 - `judge`: the judge's order and score, with the word tests in `judge_rules` beside it;
 - `judge-<rule>`: the same without one of those rules (to retire what the judge makes redundant);
-- `judge:budget=0.05` etc.: one setting changed.
+- `judge:budget=0.05` etc.: one setting changed (`judge:top=5`: as if the judge read only the first 5 rows).
 
 Questions are split by article (`lab.judge_data.SPLITS`): the judge was trained on `train`; settings are
 chosen on `dev`; `test` is reported. Off-folder questions belong to the article they were written for.
@@ -119,17 +119,23 @@ def fused_order(result):
                                judged=0)
 
 
-def shipped_order(result):
-    """The judged rows in the order the engine ships (searches cached before an order change stay usable)."""
+def shipped_order(result, top: int | None = None):
+    """The judged rows in the order the engine ships (searches cached before an order change stay usable).
+    `top`: as if the judge had read only the first `top` rows of the fused order (`judge_top`; the cache's
+    searches read 20), the others following unscored in fused order."""
     read = sorted((c for c in result.candidates if c.judge is not None), key=lambda c: c.fused_rank)
-    rest = [c for c in result.candidates if c.judge is None]
+    if top is not None and top < len(read):
+        read, unread = read[:top], [dataclasses.replace(c, judge=None, judge_rank=None) for c in read[top:]]
+        rest = unread + [c for c in result.candidates if c.judge is None]
+    else:
+        rest = [c for c in result.candidates if c.judge is None]
     return dataclasses.replace(result, candidates=judged_order(read) + rest)
 
 
 def run(lang: str, data: dict, engine, config: str, ids: dict[str, str], split: str = "") -> list[dict]:
     """Each question's row under one configuration; `split`: every row's (the held-out folder), else by article."""
     s, judged = configured(engine.settings, config)
-    unrelated = {q: shipped_order(r) if judged else fused_order(r) for q, r in data["unrelated"].items()}
+    unrelated = {q: shipped_order(r, s.judge_top) if judged else fused_order(r) for q, r in data["unrelated"].items()}
     saved, engine.settings = engine.settings, s
     if not judged:
         judge, engine.judge = engine.judge, None
@@ -141,7 +147,7 @@ def run(lang: str, data: dict, engine, config: str, ids: dict[str, str], split: 
             engine.judge = judge
     rows = []
     for q, result in zip(data["questions"], data["results"]):
-        result = fused_order(result) if not judged else shipped_order(result)
+        result = fused_order(result) if not judged else shipped_order(result, s.judge_top)
         qlang = q.get("lang") or lang
         rule = calibration.rule(qlang, s.min_support, s.close_support, s.ramp_support,
                                 s.judge_rules if judged else ())
