@@ -147,7 +147,9 @@ def _rank(r: int | None) -> str:
 
 def _row(c: rag.Candidate, verdict: str, gated: rag.Gated) -> dict:
     return {
-        "judge": c.judge,
+        # As text, like the ranks: a row the judge did not read (below `judge_top`) reads "–", where a null
+        # in a number column reads "None" (Streamlit shows no Styler's na_rep there).
+        "judge": NO_RANK if c.judge is None else f"{c.judge:.2f}",
         "judge rank": _rank(c.judge_rank),
         "fused": c.fused_rank,
         "score": c.fused_score,
@@ -189,10 +191,10 @@ def _columns(gated: rag.Gated, result: rag.SearchResult) -> dict[str, Column]:
     rule, cut, across = gated.rule, gated.rule.judge_cut, gated.across_cut
     top = max([1.0] + [c.distance for c in gated.candidates])
     return {
-        "judge": Column("number", f"judge (≥ {cut:.2f})" if cut is not None else "judge", dict(
-            format="%.2f", width="small",
+        "judge": Column("text", f"judge (≥ {cut:.2f})" if cut is not None else "judge", dict(
+            width="small",
             help="The judge's score: a model that reads the question and the passage together (over 0: more "
-                 "likely to answer than not; blank: not read). "
+                 "likely to answer than not; –: not read, and so not evidence: it reads the first rows only). "
                  + (f"It decides here: {cut:.2f} or more passes." if cut is not None else
                     "It orders the rows; the word tests decide for this question's language."))),
         "judge rank": Column("text", "judge rank", dict(
@@ -258,7 +260,8 @@ def evidence_caption(gated: rag.Gated, result: rag.SearchResult) -> str:
     rule = gated.rule
     if rule.judging:
         return (f"Evidence: cosine distance ≤ {gated.threshold:.3f}; {md_escape(rag.evidence_rule(rule))}. "
-                "The rows are in the judge's order." + unknown_names_note(result))
+                "The rows the judge read come first, ordered by its ranks fused with retrieval's; a row it did "
+                "not read (–) cannot be cited." + unknown_names_note(result))
     if rule.relaxation:
         ramp = f"; then {rule.ramp}" if rule.ramp else ""
         rising = f"; {rule.rising}, where unrelated questions start to find passages" if rule.rising else ""

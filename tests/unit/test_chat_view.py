@@ -67,6 +67,7 @@ def test_table_shows_the_judge_columns_first_when_the_judge_read_the_rows():
     table = view.retrieval_table(gated, res)
     assert table.columns[:3] == ["judge", "judge rank", "fused"]
     assert [r["judge rank"] for r in table.rows] == ["1", "–"]
+    assert [r["judge"] for r in table.rows] == ["2.50", "–"]  # a row it did not read: a dash, not "None"
     assert table.coloured[-1] == "judge"
     assert table.config["judge"].label == "judge (≥ 1.00)"
     assert [r["verdict"] for r in table.rows] == [rag.KEPT, rag.JUDGED_OUT]
@@ -175,7 +176,7 @@ def test_evidence_caption_under_the_judge_and_with_names_the_folder_never_mentio
     res = result(row(1, 0.2), unknown_names=("falcon",), absent_names=("falcon",))
     judging = rag.SupportRule(0.5, judge_cut=1.0, judge_lang="en")
     caption = plain(view.evidence_caption(rag.gate(res, 0.5, 4, judging), res))
-    assert caption.startswith("Evidence: cosine distance ≤ 0.500; ") and "The rows are in the judge's order." in caption
+    assert caption.startswith("Evidence: cosine distance ≤ 0.500; ") and "The rows the judge read come first" in caption
     assert caption.endswith('. The question names "falcon", which the folder never mentions: no passage is '
                             "evidence for it")
 
