@@ -146,10 +146,10 @@ class Judge:
 
         Each pair is read alone, so its score is the pair's own: int8 dynamic quantisation sets the
         activations' scale over the whole input, so in a batch a pair's score moved with the other passages
-        and the padding they brought (20 SQuAD passages read together against each alone: median 0.17 logits
-        apart, up to 0.89, where the cut is about 0.2), and the calibration, which reads 3 passages a question,
-        would have cut scores read in other company than a question's 20. Alone also pads nothing; it costs
-        about a fifth more time here than one batch of 20 (bench/bench_judge.py).
+        and the padding they brought (a search's 20 candidates read together against each alone: median 0.19
+        logits apart, up to 1.67, where the cut is about 0.2), and the calibration, which reads 3 passages a
+        question, would have cut scores read in other company than a question's 20. Alone also pads nothing;
+        it costs 3-8% more time here than one batch of 20 (bench/bench_judge.py).
 
         Scores are remembered per (question, passage) for the life of the process: the calibration asks the
         same 800 questions again after every change to the folder, and most of their passages did not change.
