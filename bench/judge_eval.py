@@ -124,11 +124,14 @@ def shipped_order(result, top: int | None = None):
     `top`: as if the judge had read only the first `top` rows of the fused order (`judge_top`; the cache's
     searches read 20), the others following unscored in fused order."""
     read = sorted((c for c in result.candidates if c.judge is not None), key=lambda c: c.fused_rank)
+    unread = []
     if top is not None and top < len(read):
+        # The judge's ranks among the rows it would have read, as `rerank` gives them (not among all 20).
         read, unread = read[:top], [dataclasses.replace(c, judge=None, judge_rank=None) for c in read[top:]]
-        rest = unread + [c for c in result.candidates if c.judge is None]
-    else:
-        rest = [c for c in result.candidates if c.judge is None]
+        by_score = sorted(range(len(read)), key=lambda i: (-read[i].judge, i))
+        rank = {i: r for r, i in enumerate(by_score, start=1)}
+        read = [dataclasses.replace(c, judge_rank=rank[i]) for i, c in enumerate(read)]
+    rest = unread + [c for c in result.candidates if c.judge is None]
     return dataclasses.replace(result, candidates=judged_order(read) + rest)
 
 

@@ -236,8 +236,7 @@ class ChunkStore:
             wanted = ids[at:at + page]
             got = self._call("get", ids=wanted, include=list(include))
             row = {cid: k for k, cid in enumerate(got["ids"])}
-            docs, metas = got.get("documents"), got.get("metadatas")
-            vecs = got.get("embeddings") if "embeddings" in include else None
+            docs, metas, vecs = got.get("documents"), got.get("metadatas"), got.get("embeddings")
             for cid in wanted:  # (the reply's order is the store's to choose: the ids' order is kept)
                 k = row.get(cid)
                 if k is not None:
