@@ -288,8 +288,7 @@ def breakdown(engine) -> dict[str, float]:
                 "tokens (distinct strings)": sum(_size(w) for w in {id(w): w for h in held for t in h.tokens
                                                                    for w in t}.values()) * mb,
                 "ids to rows": (_size(snap.pos) + snap.doc_of.nbytes) * mb,
-                "BM25 index (arrays)": sum(a.nbytes for a in snap.lexical._bm25.scores.values() if hasattr(a, "nbytes")) * mb,
-                "BM25 vocabulary": (_size(snap.lexical._bm25.vocab_dict) + sum(_size(k) for k in snap.lexical._bm25.vocab_dict)) * mb}
+                **_bm25_sizes(snap.lexical)}
     out = {
         "passages": len(chunks),
         "vectors (snapshot matrix)": (snap.vectors.nbytes if snap.vectors is not None else 0) * mb,
@@ -306,13 +305,24 @@ def breakdown(engine) -> dict[str, float]:
     cache = getattr(engine.indexer, "_tokens", None)
     if cache:
         out["tokens cache (keys)"] = (_size(cache) + sum(_size(k) for k in cache)) * mb
-    bm25 = snap.lexical._bm25
-    if bm25 is not None:
-        arrays = sum(a.nbytes for a in bm25.scores.values() if hasattr(a, "nbytes"))
-        vocab = _size(bm25.vocab_dict) + sum(_size(k) for k in bm25.vocab_dict)
-        out["BM25 index (arrays)"] = arrays * mb
-        out["BM25 vocabulary"] = vocab * mb
+    out.update(_bm25_sizes(snap.lexical))
     return out
+
+
+def _bm25_sizes(lexical) -> dict[str, float]:
+    """MB of BM25's arrays (posting lists, and the commonest tokens' columns) and its vocabulary; a tree before
+    the index read its arrays itself held bm25s's object (measured for comparison)."""
+    index = getattr(lexical, "_index", None)
+    if index is not None:
+        arrays = sum(a.nbytes for a in (index.indptr, index.indices, index.data, index.df))
+        arrays += sum(c.nbytes for c in index.columns.values())
+        vocab = index.vocab
+    elif getattr(lexical, "_bm25", None) is not None:
+        arrays = sum(a.nbytes for a in lexical._bm25.scores.values() if hasattr(a, "nbytes"))
+        vocab = lexical._bm25.vocab_dict
+    else:
+        return {}
+    return {"BM25 index (arrays)": arrays / 2**20, "BM25 vocabulary": (_size(vocab) + sum(_size(k) for k in vocab)) / 2**20}
 
 
 

@@ -130,6 +130,41 @@ def analyze_query(question: str, languages: Sequence[str]) -> list[str]:
     return list(seen)
 
 
+# `_best` reads the maxima of blocks of this many scores first (see there).
+_BLOCK = 256
+
+
+def _best(s: np.ndarray, n: int) -> np.ndarray:
+    """The positions of the `n` highest positive scores, best first, equal scores in position order (as the
+    dense side orders equal distances, so every run ranks ties alike).
+
+    Only positions that can place are selected among. When the scores fall in at least `n` blocks of
+    `_BLOCK`, the n-th best of the blocks' maxima bounds the n-th best score from below (n distinct positions
+    reach it), so only the positions at that bound or above are read: a few times n, where a folder whose
+    every word is common scores nearly every position (1.2 -> 0.2 ms over 100,000). Otherwise the positive
+    scores: that spares the selection the folder's many equal zeros, which made it twenty times slower (2.9
+    against 0.13 ms for 20,000 scoring positions of 97,514).
+
+    >>> _best(np.array([0.0, 2.0, 1.0, 2.0, 0.0], dtype=np.float32), 2).tolist()
+    [1, 3]
+    """
+    if n <= 0:
+        return np.zeros(0, dtype=np.int64)
+    blocks = s.size // _BLOCK
+    floor = 0.0
+    if blocks >= n:
+        maxima = s[:blocks * _BLOCK].reshape(blocks, _BLOCK).max(axis=1)
+        floor = float(np.partition(maxima, blocks - n)[blocks - n])
+    pick = np.flatnonzero(s >= floor) if floor > 0 else np.flatnonzero(s > 0)
+    if not pick.size:
+        return pick
+    n = min(n, pick.size)
+    # Every position scoring at least the n-th best, so ties at the cut are chosen by position too.
+    kth = np.partition(s[pick], pick.size - n)[pick.size - n]
+    idx = pick[s[pick] >= kth]
+    return idx[np.argsort(-s[idx], kind="stable")][:n]
+
+
 def _one_edit(a: str, b: str) -> bool:
     """a and b differ by one letter added, dropped or changed, or two neighbours swapped (not equal).
 
@@ -165,14 +200,74 @@ def _edits(word: str, letters: str) -> set[str]:
     return out
 
 
+# A token held by more than this share of the passages is kept as one score per passage (a column) rather
+# than a posting list: it is no larger (4 bytes a passage, against 8 a posting for more than half of them),
+# and adding it to a question's scores is one vector add instead of a scatter of tens of thousands of
+# postings. In a folder whose every word is common (bench/bench_large.py's synthetic one: 67 tokens each in
+# 63% of its 100,000 passages) that scatter was most of BM25's time: feedback's query 1.9 -> 0.7 ms.
+COLUMN_ABOVE = 0.5
+
+
+@dataclass(frozen=True)
+class _Postings:
+    """bm25s's inverted index, read as arrays: per token (its column `j` in `vocab`), the positions of the
+    passages holding it, ascending, and each one's BM25 score; a token held by more than `COLUMN_ABOVE` of
+    the passages as a column of scores instead (zero where it is absent: a BM25 score is always above zero).
+
+    >>> p = _Postings.of(4, {"a": 0, "b": 1, "c": 2}, np.array([0, 3, 5, 6]),
+    ...                  np.array([0, 1, 2, 0, 3, 2]), np.array([.1, .2, .3, .4, .5, .6], dtype=np.float32))
+    >>> sorted(p.columns), p.rows(0).tolist(), p.rows(1).tolist(), p.df.tolist()
+    ([0], [0, 1, 2], [0, 3], [3, 2, 1])
+    """
+
+    vocab: dict[str, int]
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    df: np.ndarray  # passages holding each token, columns' included
+    columns: dict[int, np.ndarray]
+
+    @classmethod
+    def of(cls, size: int, vocab: dict[str, int], indptr: np.ndarray, indices: np.ndarray,
+           data: np.ndarray) -> "_Postings":
+        """From bm25s's CSC arrays over `size` passages (not changed: the lists are copied when columns leave them)."""
+        df = np.diff(indptr)
+        wide = np.flatnonzero(df > size * COLUMN_ABOVE)
+        columns = {}
+        for j in wide:
+            column = np.zeros(size, dtype=data.dtype)
+            column[indices[indptr[j]:indptr[j + 1]]] = data[indptr[j]:indptr[j + 1]]
+            columns[int(j)] = column
+        if wide.size:  # their postings leave the lists: each token is held once
+            listed = np.where(np.isin(np.arange(df.size), wide), 0, df)
+            keep = np.repeat(listed > 0, df)
+            indices, data = indices[keep], data[keep]
+            indptr = np.concatenate([[0], np.cumsum(listed)]).astype(indptr.dtype)
+        return cls(vocab, indptr, indices, data, df.astype(np.int64), columns)
+
+    def rows(self, j: int) -> np.ndarray:
+        """The positions holding token `j`, ascending (a column's are computed, a list's are a view)."""
+        column = self.columns.get(j)
+        if column is not None:
+            return np.flatnonzero(column)
+        return self.indices[self.indptr[j]:self.indptr[j + 1]]
+
+    def scores(self, j: int) -> np.ndarray:
+        """Token `j`'s BM25 score at each of `rows(j)`."""
+        column = self.columns.get(j)
+        if column is not None:
+            return column[column > 0]
+        return self.data[self.indptr[j]:self.indptr[j + 1]]
+
+
 @dataclass
 class LexicalIndex:
     """BM25 over a fixed list of chunk texts; positions refer to that list."""
 
     languages: tuple[str, ...]
     size: int
-    _bm25: object = None
-    # Each looked-up token's chunks (a view of bm25s's index, sorted), kept: a question's words are read
+    _index: _Postings | None = None
+    # Each looked-up token's chunks (a view of the index's lists, sorted), kept: a question's words are read
     # against every candidate, and their neighbours' questions use many of the same words.
     _rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     # Each looked-up token's idf, kept: the support test reads every question word's against every candidate.
@@ -193,10 +288,16 @@ class LexicalIndex:
         # "lucene" ranks like the textbook BM25 (measured against method="atire", idf="lucene"); the empty token keeps empty chunks indexable.
         bm25 = bm25s.BM25(k1=k1, b=b, method="lucene")
         bm25.index(tokens, show_progress=False)
-        return cls(present, len(tokens), bm25)
+        sc = bm25.scores  # bm25s's CSC matrix: per token, its passages and their precomputed scores
+        return cls(present, len(tokens), _Postings.of(len(tokens), bm25.vocab_dict, sc["indptr"], sc["indices"], sc["data"]))
+
+    @property
+    def vocabulary(self) -> dict[str, int]:
+        """Every index token, to its column."""
+        return self._index.vocab if self._index is not None else {}
 
     def scores(self, question: str, mask: np.ndarray | None = None) -> np.ndarray:
-        tokens = analyze_query(question, self.languages) if self._bm25 is not None else []
+        tokens = analyze_query(question, self.languages) if self._index is not None else []
         return self.weighted_scores(dict.fromkeys(tokens, 1.0), mask)
 
     def support(self, position: int, terms: Sequence[str], lang: str,
@@ -208,8 +309,8 @@ class LexicalIndex:
         check). Terms in `held` count as held whatever the tokens say (a measure the chunk gives a value of,
         `holds_value`).
 
-        Reads bm25s's inverted index (a CSC matrix: per token, the chunks holding it), so it costs no
-        memory beyond the index itself.
+        Reads the inverted index (per token, the chunks holding it), so it costs no memory beyond the
+        index itself.
         """
         if not terms:
             return 1.0, ()
@@ -246,9 +347,9 @@ class LexicalIndex:
         """The folder's index tokens one letter off the term's (see `spelled_near`): "asia" for "asian".
         Looked up, not scanned for: every string one edit away (over the letters the vocabulary uses) is
         asked of the vocabulary, a few hundred look-ups whatever the folder's size."""
-        if self._bm25 is None or is_code(term):  # ERR-4017 is not a misspelling of ERR-4018
+        if self._index is None or is_code(term):  # ERR-4017 is not a misspelling of ERR-4018
             return ()
-        vocab, out = self._bm25.vocab_dict, {}
+        vocab, out = self.vocabulary, {}
         for lang in self._readings(lang):
             for token in term_tokens(term, lang):
                 if len(token) >= 5:
@@ -257,7 +358,7 @@ class LexicalIndex:
 
     def _alphabet(self) -> str:
         if self._letters is None:
-            self._letters = "".join(sorted(set().union(*self._bm25.vocab_dict)))
+            self._letters = "".join(sorted(set().union(*self.vocabulary)))
         return self._letters
 
     def holds_any(self, position: int, tokens: Sequence[str]) -> bool:
@@ -288,11 +389,8 @@ class LexicalIndex:
         return got
 
     def _df(self, token: str) -> int:
-        j = self._bm25.vocab_dict.get(token) if self._bm25 is not None else None
-        if j is None:
-            return 0
-        indptr = self._bm25.scores["indptr"]
-        return int(indptr[j + 1] - indptr[j])
+        j = self.vocabulary.get(token)
+        return 0 if j is None else int(self._index.df[j])
 
     def holders(self, term: str, lang: str) -> np.ndarray:
         """The positions of the chunks holding a content word (every token it becomes under `lang`'s
@@ -302,31 +400,35 @@ class LexicalIndex:
         array([0, 2])
         """
         tokens = term_tokens(term, lang)
-        if not tokens or self._bm25 is None:
+        if not tokens or self._index is None:
             return np.zeros(0, dtype=np.int64)
-        sc, out = self._bm25.scores, None
+        out = None
         for t in tokens:
-            j = self._bm25.vocab_dict.get(t)
+            j = self.vocabulary.get(t)
             if j is None:
                 return np.zeros(0, dtype=np.int64)
-            rows = np.asarray(sc["indices"][sc["indptr"][j]:sc["indptr"][j + 1]], dtype=np.int64)
+            rows = np.asarray(self._index.rows(j), dtype=np.int64)
             out = rows if out is None else np.intersect1d(out, rows)
         return np.unique(out)
 
     def _postings(self, token: str) -> np.ndarray:
-        """The positions of the chunks holding an index token, sorted (bm25s orders each token's chunks)."""
+        """The positions of the chunks holding an index token listed by position, sorted (bm25s orders each
+        token's chunks); empty for a token held as a column (`_holds` reads that)."""
         rows = self._rows.get(token)
         if rows is None:
-            j = self._bm25.vocab_dict.get(token) if self._bm25 is not None else None
-            if j is None:
+            j = self.vocabulary.get(token)
+            if j is None or j in self._index.columns:
                 rows = np.zeros(0, dtype=np.int32)
             else:
-                sc = self._bm25.scores
-                rows = sc["indices"][sc["indptr"][j]:sc["indptr"][j + 1]]
+                rows = self._index.rows(j)
             self._rows[token] = rows
         return rows
 
     def _holds(self, position: int, token: str) -> bool:
+        j = self.vocabulary.get(token)
+        column = self._index.columns.get(j) if j is not None else None
+        if column is not None:
+            return bool(column[position] > 0)
         rows = self._postings(token)
         # The position in the postings' own integer type: a Python int makes numpy convert the whole list
         # first (10 us for 40,000 postings, against 1.5: a third of the support test at 100,000 passages).
@@ -337,22 +439,31 @@ class LexicalIndex:
         """BM25 of a weighted bag of analysed tokens: sum over tokens of weight * the token's BM25 score
         (`scores` is the case where every token of a question weighs 1). Unknown tokens add nothing.
 
-        Read straight off bm25s's index (per token, the chunks holding it and their precomputed scores): one
-        `bincount` over the query tokens' postings, not one pass over every chunk per token.
+        Read straight off the index (per token, the chunks holding it and their precomputed scores): one
+        `bincount` over the listed tokens' postings and one add per column, not one pass over every chunk
+        per token.
         """
         ids = self._bag(weights)
         if not ids:
             return np.zeros(self.size, dtype=np.float32)
-        sc = self._bm25.scores
-        indptr, indices, data = sc["indptr"], sc["indices"], sc["data"]
-        rows = np.concatenate([indices[indptr[j]:indptr[j + 1]] for j, _ in ids])
-        vals = np.concatenate([data[indptr[j]:indptr[j + 1]] * np.float32(w) for j, w in ids])
-        out = np.bincount(rows, weights=vals, minlength=self.size).astype(np.float32)
+        p = self._index
+        listed = [(j, w) for j, w in ids if j not in p.columns]
+        if listed:
+            rows = np.concatenate([p.indices[p.indptr[j]:p.indptr[j + 1]] for j, _ in listed])
+            vals = np.concatenate([p.data[p.indptr[j]:p.indptr[j + 1]] * np.float32(w) for j, w in listed])
+            out = np.bincount(rows, weights=vals, minlength=self.size)
+        else:
+            out = np.zeros(self.size, dtype=np.float64)
+        for j, w in ids:  # summed in float64 as the bincount sums, each product in float32 as its are
+            column = p.columns.get(j)
+            if column is not None:
+                out += column * np.float32(w)
+        out = out.astype(np.float32)
         return out * mask if mask is not None else out
 
     def _bag(self, weights: Mapping[str, float]) -> list[tuple[int, float]]:
         """A weighted bag of tokens as (the index's column, weight), leaving out unknown tokens and zero weights."""
-        vocab = self._bm25.vocab_dict if self._bm25 is not None else {}
+        vocab = self.vocabulary
         return [(vocab[t], w) for t, w in weights.items() if w and t in vocab]
 
     def top_among(self, weights: Mapping[str, float], rows: np.ndarray, n: int) -> list[tuple[int, float]]:
@@ -367,11 +478,16 @@ class LexicalIndex:
         ids = self._bag(weights)
         if not ids or n <= 0 or not len(rows):
             return []
-        sc = self._bm25.scores
-        indptr, indices, data = sc["indptr"], sc["indices"], sc["data"]
+        p = self._index
+        indptr, indices, data = p.indptr, p.indices, p.data
         wanted = np.asarray(rows, dtype=indices.dtype)
-        total = np.zeros(wanted.size, dtype=np.float64)  # summed as `weighted_scores`' bincount sums
-        for j, w in ids:
+        total = np.zeros(wanted.size, dtype=np.float64)
+        # Summed in `weighted_scores`' order (the listed tokens, then the columns), so the scores are its own.
+        for j, w in sorted(ids, key=lambda jw: jw[0] in p.columns):
+            column = p.columns.get(j)
+            if column is not None:
+                total += column[wanted] * np.float32(w)
+                continue
             postings = indices[indptr[j]:indptr[j + 1]]
             if not postings.size:
                 continue
@@ -388,15 +504,4 @@ class LexicalIndex:
         scores in index order, as the dense side orders equal distances, so every run ranks ties alike.
         `question`: its text, or a weighted bag of analysed tokens (`weighted_scores`)."""
         s = self.scores(question, mask) if isinstance(question, str) else self.weighted_scores(question, mask)
-        # Only positions that score can place, so only they are selected among: that also spares the
-        # partition the folder's many equal zeros, which made it twenty times slower (2.9 against 0.13 ms for
-        # 20,000 scoring positions of 97,514).
-        scoring = np.flatnonzero(s > 0)
-        if not scoring.size or n <= 0:
-            return []
-        n = min(n, scoring.size)
-        # Every position scoring at least the n-th best, so ties at the cut are chosen by position too.
-        kth = np.partition(s[scoring], scoring.size - n)[scoring.size - n]
-        idx = scoring[s[scoring] >= kth]
-        idx = idx[np.argsort(-s[idx], kind="stable")][:n]
-        return [(int(i), float(s[i])) for i in idx]
+        return [(int(i), float(s[i])) for i in _best(s, n)]

@@ -446,17 +446,17 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
         mask = np.isin(snapshot.doc_of, list(doc_ids)).astype(np.float32) if snapshot.chunks else None
     # Each side's list runs deeper than the candidates when feedback's second search reads a pool.
     depth = pool_depth(settings)
+    sq, side_list, side_dist, beside = None, [], None, None
+    if snapshot.side_vectors is not None and (side is not None or side_vector is not None):
+        sq = side.embed_batch([query])[0] if side_vector is None else side_vector
+        lap("multilingual embed")
+        beside = _side_search(snapshot, sq, n, mask, depth)  # while BM25 and MiniLM's side search, through a graph
+
     bm25_pool = snapshot.lexical.top(query, depth, mask)
     bm25 = bm25_pool[:n]
     bm25_ids = [snapshot.ids[i] for i, _ in bm25]
     bm25_scores = {snapshot.ids[i]: s for i, s in bm25}
     lap("bm25")
-
-    sq, side_list, side_dist, beside = None, [], None, None
-    if snapshot.side_vectors is not None and (side is not None or side_vector is not None):
-        sq = side.embed_batch([query])[0] if side_vector is None else side_vector
-        lap("multilingual embed")
-        beside = _side_search(snapshot, sq, n, mask, depth)  # while MiniLM's side searches, through a graph
 
     rows_pool, dist = dense_top(snapshot, qv, n, mask, depth=depth)
     rows = rows_pool[:n]
@@ -491,11 +491,11 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
         # ranks and scores; every distance stays the question's own, which is what the gate reads.
         kept = settings.feedback
         top_rows = [snapshot.pos[cid] for cid in order[:kept]]
-        qv2, bag, expansion = feedback(snapshot, query, qv, top_rows, language)
         pool = feedback_pool(snapshot, settings, rows_pool, [i for i, _ in bm25_pool], side_pool)
         beside = None
-        if sq is not None:  # the multilingual side moves toward the same passages
+        if sq is not None:  # the multilingual side moves toward the same passages (first: on its thread meanwhile)
             beside = _side_search(snapshot, _toward(sq, snapshot.side_vectors[top_rows]), n, mask, pool=pool)
+        qv2, bag, expansion = feedback(snapshot, query, qv, top_rows, language)
         rows2, dist2 = dense_among(snapshot, qv2, pool, n, mask)
         bm25_2 = snapshot.lexical.top(bag, n, mask) if pool is None else snapshot.lexical.top_among(bag, pool, n)
         dense_2 = [(snapshot.ids[i], float(dist2[i])) for i in rows2]

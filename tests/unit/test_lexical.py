@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag.lexical import LexicalIndex, question_language
+from rag.lexical import LexicalIndex, analyze, question_language
 from rag.terms import MEASURES, holds_value, identifier_numbers, number_tokens, question_terms
 
 
@@ -128,33 +128,100 @@ def test_number_tokens(number, question, tokens):
     assert number_tokens(number, question) == tokens
 
 
-def _folder(n: int = 400, seed: int = 5) -> LexicalIndex:
+WORDS = ["rent", "deposit", "kiln", "glaze", "pets", "boiler", "invoice", "marina", "ferry", "tide"]
+
+
+def _folder(common: bool = False, n: int = 400, seed: int = 5) -> LexicalIndex:
+    """A folder of random bags of ten words, some passages empty, many ties. `common`: "rent", "kiln" and
+    "tide" are in about three passages of four, so the index holds them as columns (`COLUMN_ABOVE`)."""
     rng = np.random.default_rng(seed)
-    words = ["rent", "deposit", "kiln", "glaze", "pets", "boiler", "invoice", "marina", "ferry", "tide"]
-    texts = [" ".join(rng.choice(words, size=rng.integers(0, 9))) for _ in range(n)]  # some empty, many ties
+    texts = [" ".join(rng.choice(WORDS, size=rng.integers(0, 9))) for _ in range(n)]
+    if common:
+        texts = [t + "".join(f" {w}" for w in ("rent", "kiln", "tide") if rng.random() < 0.7) for t in texts]
     return LexicalIndex.build(texts, ["en"] * n)
 
 
-@pytest.mark.parametrize("bag", [{"rent": 1.0}, {"rent": 0.5, "kiln": 0.3, "tide": 0.2}, {"ferry": 1.0, "zebra": 1.0},
-                                 {"zebra": 1.0}, {}])
+FOLDERS = pytest.mark.parametrize("common", [False, True], ids=["listed", "columns"])
+BAGS = [{"rent": 1.0}, {"rent": 0.5, "kiln": 0.3, "tide": 0.2}, {"ferry": 1.0, "zebra": 1.0}, {"zebra": 1.0},
+        {"ferry": 0.4, "rent": 0.6, "glaze": 0.1}, {}]
+
+
+@FOLDERS
+def test_the_folder_shapes_are_what_the_tests_say(common):
+    assert bool(_folder(common)._index.columns) == common
+
+
+@FOLDERS
+@pytest.mark.parametrize("words", [["rent"], ["rent", "kiln", "tide"], ["ferry", "rent", "glaze"], ["zebra"], []])
+def test_scores_are_bm25s_own(common, words):
+    # The index reads bm25s's arrays (and keeps the commonest words as columns): a question's scores are the
+    # ones bm25s computes from the same tokens.
+    import bm25s
+
+    lex = _folder(common)
+    rng = np.random.default_rng(5)
+    texts = [" ".join(rng.choice(WORDS, size=rng.integers(0, 9))) for _ in range(400)]
+    if common:
+        texts = [t + "".join(f" {w}" for w in ("rent", "kiln", "tide") if rng.random() < 0.7) for t in texts]
+    ref = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
+    ref.index([analyze(t, "en") for t in texts], show_progress=False)
+    want = ref.get_scores([w for w in words if w in ref.vocab_dict]) if any(w in ref.vocab_dict for w in words) \
+        else np.zeros(400)
+    np.testing.assert_allclose(lex.weighted_scores(dict.fromkeys(words, 1.0)), want, rtol=1e-6)
+
+
+@FOLDERS
+@pytest.mark.parametrize("word", WORDS + ["zebra"])
+def test_a_words_holders_and_support_agree_whether_listed_or_a_column(common, word):
+    lex = _folder(common)
+    token, = analyze(word, "en")  # "invoice" -> "invoic"
+    holders = lex.holders(word, "en")
+    s = lex.weighted_scores({token: 1.0})
+    assert holders.tolist() == np.flatnonzero(s > 0).tolist()
+    assert [lex._holds(i, token) for i in range(lex.size)] == [bool(x > 0) for x in s]
+    assert lex.known(token) == bool(holders.size)
+
+
+@FOLDERS
+@pytest.mark.parametrize("bag", BAGS)
 @pytest.mark.parametrize("pick, n", [(slice(None), 20), (slice(None, None, 3), 5), (slice(10, 12), 20), (slice(0, 0), 5)])
-def test_top_among_ranks_those_rows_as_top_ranks_the_whole_folder(bag, pick, n):
+def test_top_among_ranks_those_rows_as_top_ranks_the_whole_folder(common, bag, pick, n):
     # Feedback's second BM25 search (rag.search) reads only the first search's pool: the same scores, order
     # and ties as the whole folder's ranking, keeping the pool's rows.
-    lex = _folder()
+    lex = _folder(common)
     rows = np.arange(lex.size)[pick]
     whole = [(r, s) for r, s in lex.top(bag, lex.size) if r in set(rows.tolist())][:n]
     assert lex.top_among(bag, rows, n) == whole
 
 
-@pytest.mark.parametrize("bag", [{"rent": 1.0}, {"rent": 0.5, "kiln": 0.3, "tide": 0.2}, {"zebra": 1.0}, {}])
+@FOLDERS
+@pytest.mark.parametrize("bag", BAGS)
 @pytest.mark.parametrize("n", [0, 1, 7, 20, 1000])
 @pytest.mark.parametrize("masked", [False, True])
-def test_top_is_the_best_n_scoring_positions_ties_in_position_order(bag, n, masked):
+def test_top_is_the_best_n_scoring_positions_ties_in_position_order(common, bag, n, masked):
     # What `top` promises, against a plain sort of every score: positive scores only, best first, equal
     # scores in position order (the folder has many ties and many passages without the words).
-    lex = _folder()
+    lex = _folder(common)
     mask = (np.arange(lex.size) % 2).astype(np.float32) if masked else None
     s = lex.weighted_scores(bag, mask)
     want = sorted(((i, float(s[i])) for i in range(lex.size) if s[i] > 0), key=lambda p: (-p[1], p[0]))[:n]
     assert lex.top(bag, n, mask) == want
+
+
+@pytest.mark.parametrize("shape", ["continuous", "ties", "few scoring", "none scoring", "ties at every block's top"])
+@pytest.mark.parametrize("size", [0, 1, 255, 256 * 30, 256 * 30 + 17])
+@pytest.mark.parametrize("n", [0, 1, 20, 29, 30, 31, 500])
+def test_the_best_positions_are_a_plain_sorts_whichever_way_they_are_selected(shape, size, n):
+    # `_best` reads blocks' maxima first when the scores fall in at least n blocks, else every positive score:
+    # both give a plain sort's first n positive scores, ties in position order.
+    from rag.lexical import _best
+
+    rng = np.random.default_rng(size + n)
+    s = {"continuous": lambda: rng.random(size),
+         "ties": lambda: rng.integers(0, 4, size) / 2,
+         "few scoring": lambda: (rng.random(size) < 0.01) * rng.random(size),
+         "none scoring": lambda: np.zeros(size),
+         "ties at every block's top": lambda: np.where(np.arange(size) % 256 == 7, 1.0, rng.random(size) * 0.5)}[shape]()
+    s = s.astype(np.float32)
+    want = sorted((i for i in range(size) if s[i] > 0), key=lambda i: (-s[i], i))[:n]
+    assert _best(s, n).tolist() == want
