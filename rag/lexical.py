@@ -252,13 +252,6 @@ class _Postings:
             return np.flatnonzero(column)
         return self.indices[self.indptr[j]:self.indptr[j + 1]]
 
-    def scores(self, j: int) -> np.ndarray:
-        """Token `j`'s BM25 score at each of `rows(j)`."""
-        column = self.columns.get(j)
-        if column is not None:
-            return column[column > 0]
-        return self.data[self.indptr[j]:self.indptr[j + 1]]
-
 
 @dataclass
 class LexicalIndex:
@@ -412,8 +405,8 @@ class LexicalIndex:
         return np.unique(out)
 
     def _postings(self, token: str) -> np.ndarray:
-        """The positions of the chunks holding an index token listed by position, sorted (bm25s orders each
-        token's chunks); empty for a token held as a column (`_holds` reads that)."""
+        """The positions of the chunks holding an index token that has a posting list, sorted (bm25s orders
+        each token's chunks); empty for a token held as a column, which `_holds` reads instead."""
         rows = self._rows.get(token)
         if rows is None:
             j = self.vocabulary.get(token)
@@ -454,7 +447,7 @@ class LexicalIndex:
             out = np.bincount(rows, weights=vals, minlength=self.size)
         else:
             out = np.zeros(self.size, dtype=np.float64)
-        for j, w in ids:  # summed in float64 as the bincount sums, each product in float32 as its are
+        for j, w in ids:  # summed in float64 as bincount sums, each product in float32 like the listed tokens'
             column = p.columns.get(j)
             if column is not None:
                 out += column * np.float32(w)
