@@ -262,7 +262,7 @@ class LexicalIndex:
     _index: _Postings | None = None
     # Each looked-up token's chunks (a view of the index's lists, sorted), kept: a question's words are read
     # against every candidate, and their neighbours' questions use many of the same words.
-    _rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _rows: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     # Each looked-up token's idf, kept: the support test reads every question word's against every candidate.
     _idfs: dict[str, float] = field(default_factory=dict, repr=False)
     _letters: str | None = field(default=None, repr=False)  # the characters the vocabulary uses (`near_tokens`)
@@ -404,25 +404,21 @@ class LexicalIndex:
             out = rows if out is None else np.intersect1d(out, rows)
         return np.unique(out)
 
-    def _postings(self, token: str) -> np.ndarray:
-        """The positions of the chunks holding an index token that has a posting list, sorted (bm25s orders
-        each token's chunks); empty for a token held as a column, which `_holds` reads instead."""
-        rows = self._rows.get(token)
+    def _postings(self, j: int) -> np.ndarray:
+        """The positions of the chunks holding index token `j`, sorted (bm25s orders each token's chunks)."""
+        rows = self._rows.get(j)
         if rows is None:
-            j = self.vocabulary.get(token)
-            if j is None or j in self._index.columns:
-                rows = np.zeros(0, dtype=np.int32)
-            else:
-                rows = self._index.rows(j)
-            self._rows[token] = rows
+            rows = self._rows[j] = self._index.rows(j)
         return rows
 
     def _holds(self, position: int, token: str) -> bool:
         j = self.vocabulary.get(token)
-        column = self._index.columns.get(j) if j is not None else None
-        if column is not None:
+        if j is None:
+            return False
+        column = self._index.columns.get(j)
+        if column is not None:  # read in place: a column is one score per passage
             return bool(column[position] > 0)
-        rows = self._postings(token)
+        rows = self._postings(j)
         # The position in the postings' own integer type: a Python int makes numpy convert the whole list
         # first (10 us for 40,000 postings, against 1.5: a third of the support test at 100,000 passages).
         k = rows.searchsorted(rows.dtype.type(position))

@@ -450,7 +450,7 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     if snapshot.side_vectors is not None and (side is not None or side_vector is not None):
         sq = side.embed_batch([query])[0] if side_vector is None else side_vector
         lap("multilingual embed")
-        beside = _side_search(snapshot, sq, n, mask, depth)  # while BM25 and MiniLM's side search, through a graph
+        beside = _side_search(snapshot, sq, n, mask, depth)  # through a graph: on its thread while BM25 and MiniLM's run here
 
     bm25_pool = snapshot.lexical.top(query, depth, mask)
     bm25 = bm25_pool[:n]

@@ -131,14 +131,19 @@ def test_number_tokens(number, question, tokens):
 WORDS = ["rent", "deposit", "kiln", "glaze", "pets", "boiler", "invoice", "marina", "ferry", "tide"]
 
 
-def _folder(common: bool = False, n: int = 400, seed: int = 5) -> LexicalIndex:
-    """A folder of random bags of ten words, some passages empty, many ties. `common`: "rent", "kiln" and
-    "tide" are in about three passages of four, so the index holds them as columns (`COLUMN_ABOVE`)."""
+def _texts(common: bool = False, n: int = 400, seed: int = 5) -> list[str]:
+    """Random bags of ten words, some passages empty, many ties. `common`: "rent", "kiln" and "tide" are in
+    about three passages of four, so the index holds them as columns (`COLUMN_ABOVE`)."""
     rng = np.random.default_rng(seed)
     texts = [" ".join(rng.choice(WORDS, size=rng.integers(0, 9))) for _ in range(n)]
     if common:
         texts = [t + "".join(f" {w}" for w in ("rent", "kiln", "tide") if rng.random() < 0.7) for t in texts]
-    return LexicalIndex.build(texts, ["en"] * n)
+    return texts
+
+
+def _folder(common: bool = False) -> LexicalIndex:
+    texts = _texts(common)
+    return LexicalIndex.build(texts, ["en"] * len(texts))
 
 
 FOLDERS = pytest.mark.parametrize("common", [False, True], ids=["listed", "columns"])
@@ -158,11 +163,7 @@ def test_scores_are_bm25s_own(common, words):
     # ones bm25s computes from the same tokens.
     import bm25s
 
-    lex = _folder(common)
-    rng = np.random.default_rng(5)
-    texts = [" ".join(rng.choice(WORDS, size=rng.integers(0, 9))) for _ in range(400)]
-    if common:
-        texts = [t + "".join(f" {w}" for w in ("rent", "kiln", "tide") if rng.random() < 0.7) for t in texts]
+    lex, texts = _folder(common), _texts(common)
     ref = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
     ref.index([analyze(t, "en") for t in texts], show_progress=False)
     want = ref.get_scores([w for w in words if w in ref.vocab_dict]) if any(w in ref.vocab_dict for w in words) \
