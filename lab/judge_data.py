@@ -61,9 +61,11 @@ class Pair:
     passage: str
     label: float
     lang: str
-    kind: str  # "answer", "same-article", "far", "near-miss"
+    kind: str  # "answer", "same-article", "far", "near-miss", "removed"
     article: str
     qid: str
+    answer_at: int = -1  # an answer pair: where its answer starts in `passage` (characters), else -1
+    answer_len: int = 0
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,8 @@ class Question:
     answerable: bool
     chunk: int | None  # index of the chunk holding the answer (answerable), or of its paragraph's best
     paragraph_chunks: tuple[int, ...]
+    answer: str = ""  # answerable: the answer's text and where it starts in the folder's text
+    answer_pos: int = -1
 
 
 def _words(text: str) -> set[str]:
@@ -105,13 +109,19 @@ def article_chunks(article: dict) -> tuple[list, list[tuple[int, int]]]:
 
 
 def _answer_at(p: dict, q: dict) -> int | None:
+    found = _answer(p, q)
+    return found[0] if found else None
+
+
+def _answer(p: dict, q: dict) -> tuple[int, str] | None:
+    """Where the question's first locatable answer starts in its paragraph, and its text."""
     ctx = p["context"]
     for a in q.get("answers") or []:
         if isinstance(a, dict) and a.get("answer_start", -1) >= 0:
-            return int(a["answer_start"])
+            return int(a["answer_start"]), a.get("text", "")
         text = a if isinstance(a, str) else a.get("text", "")
         if text and (i := ctx.find(text)) >= 0:
-            return i
+            return i, text
     return None
 
 
@@ -125,14 +135,16 @@ def questions_and_chunks(article: dict, lang: str) -> tuple[list[Question], list
         mine = tuple(i for i, c in enumerate(chunks) if c.start < pe and c.end > ps)
         for q in p["qas"]:
             if not q["is_impossible"]:
-                at = _answer_at(p, q)
-                if at is None:
+                found = _answer(p, q)
+                if found is None:
                     continue
+                at, answer = found
                 pos = ps + at - lead
                 hold = [i for i in mine if chunks[i].start <= pos < chunks[i].end]
                 if not hold:
                     continue
-                out.append(Question(q["id"], q["question"], lang, article["title_en"], True, hold[0], mine))
+                out.append(Question(q["id"], q["question"], lang, article["title_en"], True, hold[0], mine,
+                                    answer.strip(), pos))
             else:
                 qw = _words(q["question"])
                 best = max(mine, key=lambda i: len(qw & _words(chunks[i].content)))
@@ -140,10 +152,39 @@ def questions_and_chunks(article: dict, lang: str) -> tuple[list[Question], list
     return out, chunks
 
 
+def answer_in(chunk, q: Question) -> int:
+    """Where q's answer starts in `chunk.text` (header included), or -1 if it is not found there."""
+    if not q.answer:
+        return -1
+    guess = chunk.header_len + q.answer_pos - chunk.start
+    if chunk.text[guess:guess + len(q.answer)] == q.answer:
+        return guess
+    found = [m.start() for m in re.finditer(re.escape(q.answer), chunk.text)]
+    return min(found, key=lambda i: abs(i - guess)) if found else -1
+
+
+def without_answer(text: str, at: int, answer: str) -> str | None:
+    r"""`text` without the sentence holding the answer at `at`: the same passage, its subject intact, that no
+    longer says what was asked (a near miss made from an answer). None when the answer's words remain
+    elsewhere in it or too little is left.
+
+    >>> without_answer("[T]\nRollo was a Viking. He died in 930. His son was William.", 35, "930")
+    '[T]\nRollo was a Viking. His son was William.'
+    """
+    ends = [m.end() for m in re.finditer(r"[.!?]\s+|\n", text)]
+    start = max((e for e in ends if e <= at), default=0)
+    stop = min((e for e in ends if e > at + len(answer)), default=len(text))
+    cut = text[:start] + text[stop:]
+    if answer.lower() in cut.lower() or len(cut) < 0.4 * len(text):
+        return None
+    return cut
+
+
 def pairs(split: str, langs=LANGS, p_far: float = 1.0, p_near: float = 0.5, seed: int = 13,
-          train_dir: Path = TRAIN_DIR) -> list[Pair]:
+          train_dir: Path = TRAIN_DIR, p_removed: float = 0.0) -> list[Pair]:
     """Every pair of one split, shuffled with a fixed seed. `p_far`: the share of answerable questions also
-    paired with another article's chunk; `p_near`: the share of unanswerable questions used. With every near
+    paired with another article's chunk; `p_near`: the share of unanswerable questions used; `p_removed`:
+    the share of answerable questions also paired with their chunk less the answer's sentence (`without_answer`). With every near
     miss (as many as the answers, often on the very chunk an answer uses) and few far chunks, the loss stayed
     at the constant predictor's for 325 steps: the model gets the easy contrast first this way."""
     rng = random.Random(seed)
@@ -157,7 +198,12 @@ def pairs(split: str, langs=LANGS, p_far: float = 1.0, p_near: float = 0.5, seed
             others = [c for j, (_, cs) in enumerate(built) if j != ai for c in cs]
             for q in qs:
                 if q.answerable:
-                    out.append(Pair(q.text, chunks[q.chunk].text, 1.0, lang, "answer", title, q.qid))
+                    c = chunks[q.chunk]
+                    at = answer_in(c, q)
+                    out.append(Pair(q.text, c.text, 1.0, lang, "answer", title, q.qid, at,
+                                    len(q.answer) if at >= 0 else 0))
+                    if at >= 0 and rng.random() < p_removed and (cut := without_answer(c.text, at, q.answer)):
+                        out.append(Pair(q.text, cut, 0.0, lang, "removed", title, q.qid))
                     qw = _words(q.text)
                     rest = [i for i in range(len(chunks)) if i != q.chunk]
                     if rest:

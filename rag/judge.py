@@ -36,7 +36,7 @@ JUDGE_DIR = Path(__file__).resolve().parent / "judge_model"
 HEAD_FILE = "judge_head.json"
 
 
-def pair_model(bert, scale: float = 10.0, shift: float = 0.5):
+def pair_model(bert, scale: float = 10.0, shift: float = 0.5, span: bool = False):
     """The judge's network: one BERT pass over "[CLS] question [SEP] passage [SEP]", so every token of each
     reads the other (a cross-encoder), then the cosine of the question's mean token vector with the
     passage's, as a logit: scale x (cosine - shift).
@@ -44,7 +44,11 @@ def pair_model(bert, scale: float = 10.0, shift: float = 0.5):
     Why this head and not a classifier on [CLS]: all-MiniLM-L6-v2 was trained to mean-pool, never to read its
     [CLS] token, and a new classifier there stayed at the constant predictor's loss for 325 steps on these
     CPUs (docs/judge.md); the mean-pooled cosine starts where the embedder is (a passage of another article
-    already scores low) and training teaches the joint reading to tell the answer from its neighbours."""
+    already scores low) and training teaches the joint reading to tell the answer from its neighbours.
+
+    `span`: also a start and an end logit for every token (SQuAD's extractive head), where the answer begins
+    and ends in the passage, or at [CLS] when it holds none; `forward(..., spans=True)` returns them beside the
+    logit, and `span_answerability` turns them into a score."""
     import torch
 
     class PairScorer(torch.nn.Module):
@@ -53,8 +57,9 @@ def pair_model(bert, scale: float = 10.0, shift: float = 0.5):
             self.bert = bert
             self.scale = torch.nn.Parameter(torch.tensor(float(scale)))
             self.shift = torch.nn.Parameter(torch.tensor(float(shift)))
+            self.span = torch.nn.Linear(bert.config.hidden_size, 2) if span else None
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
+        def forward(self, input_ids, attention_mask, token_type_ids, spans: bool = False):
             h = self.bert(input_ids=input_ids, attention_mask=attention_mask,
                           token_type_ids=token_type_ids).last_hidden_state
             live = attention_mask.unsqueeze(-1).to(h.dtype)
@@ -63,9 +68,32 @@ def pair_model(bert, scale: float = 10.0, shift: float = 0.5):
             q = (h * first).sum(1) / first.sum(1).clamp(min=1.0)
             p = (h * second).sum(1) / second.sum(1).clamp(min=1.0)
             cos = torch.nn.functional.cosine_similarity(q, p, dim=-1)
-            return self.scale * (cos - self.shift)
+            logit = self.scale * (cos - self.shift)
+            if not spans:
+                return logit
+            start, end = self.span(h).unbind(-1)
+            return logit, start, end
 
     return PairScorer()
+
+
+def span_answerability(start, end, token_type_ids, attention_mask, longest: int = 30):
+    """Per pair: the best answer span's start+end logit in the passage (at most `longest` tokens, its last
+    [SEP] excluded) less [CLS]'s (no answer). Over 0: the model finds an answer in the passage."""
+    import torch
+
+    allowed = (token_type_ids * attention_mask).bool()
+    last = attention_mask.sum(1) - 1
+    allowed[torch.arange(allowed.shape[0]), last] = False
+    neg = torch.finfo(start.dtype).min / 4
+    s = start.masked_fill(~allowed, neg)
+    e = end.masked_fill(~allowed, neg)
+    n = s.shape[1]
+    i = torch.arange(n)
+    band = (i[None, :] >= i[:, None]) & (i[None, :] < i[:, None] + longest)
+    pair = s[:, :, None] + e[:, None, :]
+    best = pair.masked_fill(~band, neg).flatten(1).max(1).values
+    return best - (start[:, 0] + end[:, 0])
 
 
 def save_pair_model(model, tokenizer, out: Path) -> None:
@@ -75,8 +103,11 @@ def save_pair_model(model, tokenizer, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     model.bert.to("cpu").to(torch.float16).save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
-    (out / HEAD_FILE).write_text(json.dumps({"scale": float(model.scale), "shift": float(model.shift)}) + "\n",
-                                 encoding="utf-8")
+    head = {"scale": model.scale.item(), "shift": model.shift.item()}
+    if model.span is not None:
+        head["span"] = {"weight": model.span.weight.detach().float().tolist(),
+                        "bias": model.span.bias.detach().float().tolist()}
+    (out / HEAD_FILE).write_text(json.dumps(head) + "\n", encoding="utf-8")
 
 
 def load_pair_model(path: Path):
@@ -85,7 +116,12 @@ def load_pair_model(path: Path):
 
     bert = AutoModel.from_pretrained(str(path), local_files_only=True, torch_dtype=torch.float32)
     head = json.loads((path / HEAD_FILE).read_text(encoding="utf-8"))
-    return pair_model(bert, head["scale"], head["shift"])
+    model = pair_model(bert, head["scale"], head["shift"], span="span" in head)
+    if "span" in head:
+        with torch.no_grad():
+            model.span.weight.copy_(torch.tensor(head["span"]["weight"]))
+            model.span.bias.copy_(torch.tensor(head["span"]["bias"]))
+    return model
 
 
 class Judge:

@@ -18,7 +18,7 @@ import pytest
 import rag
 from rag.cli import main as cli_main
 from rag.gate import JUDGE, JUDGED_OUT, KEPT, SupportRule, gate
-from rag.judge import JUDGE_DIR, Judge, load_judge, passage_text
+from rag.judge import JUDGE_DIR, Judge, load_judge, load_pair_model, passage_text
 from rag.search import Candidate, SearchResult
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -161,6 +161,20 @@ def test_a_tiny_training_run_produces_a_judge_that_loads(tmp_path):
     card2 = json.loads((second / "training.json").read_text(encoding="utf-8"))
     assert card2["first_stage"]["pairs"] == 32 and card2["near_share"] == 1.0 and card2["recipe"]["steps"] == 1
     assert Judge(second, languages=["en"]).stamp not in (judge.stamp, load_judge().stamp)
+    # With a span head and near misses made from answers: the head is saved, loaded, and the judge still scores.
+    third = tmp_path / "judge3"
+    proc = subprocess.run([sys.executable, str(ROOT / "lab" / "train_judge.py"), "--out", str(third), "--langs", "en",
+                           "--init", str(out), "--span-weight", "1", "--removed-share", "1", "--max-pairs", "16",
+                           "--dev-pairs", "48", "--batch", "16", "--max-length", "128"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    card3 = json.loads((third / "training.json").read_text(encoding="utf-8"))
+    assert card3["span_weight"] == 1.0 and card3["removed_share"] == 1.0
+    assert {"span:near-miss", "both:all"} <= set(card3["dev_auc"]["en"])
+    head = json.loads((third / "judge_head.json").read_text(encoding="utf-8"))
+    assert len(head["span"]["weight"]) == 2 and len(head["span"]["weight"][0]) == 384
+    assert load_pair_model(third).span is not None and load_pair_model(out).span is None
+    assert len(Judge(third, languages=["en"]).score("When is the kiln fired?", ["The kiln is fired every Thursday."])) == 1
 
 
 def test_a_language_the_judge_does_not_read_falls_back_to_the_word_tests(make_engine, tmp_path):
