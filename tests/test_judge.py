@@ -177,6 +177,37 @@ def test_a_tiny_training_run_produces_a_judge_that_loads(tmp_path):
     assert len(Judge(third, languages=["en"]).score("When is the kiln fired?", ["The kiln is fired every Thursday."])) == 1
 
 
+@pytest.mark.slow
+def test_the_gpu_script_trains_and_its_parts_put_together_make_a_judge(tmp_path):
+    """scripts/device-train-judge.sh as a lent GPU machine runs it (here on CPU, a tiny run): the SQuAD files
+    from .device/train, the judge back in files of at most 16 MiB that the README's two commands reassemble."""
+    work = tmp_path / "tree"  # a working tree of its own, so .device/ is not written into the repository
+    work.mkdir()
+    for part in ("lab", "rag", "scripts"):
+        (work / part).symlink_to(ROOT / part)
+    (work / ".device" / "train").mkdir(parents=True)
+    for f in (ROOT.parent / "shared" / "train").glob("*.json.gz"):
+        (work / ".device" / "train" / f.name).symlink_to(f)
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.run(["bash", "scripts/device-train-judge.sh", "--init", str(JUDGE_DIR), "--langs", "en",
+                           "--max-pairs", "16", "--dev-pairs", "0", "--batch", "16", "--max-length", "128"],
+                          capture_output=True, text=True, timeout=300, cwd=work,
+                          env={**os.environ, "OUT": str(out), "PYTHON": sys.executable})
+    assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
+    parts = sorted(out.glob("model.safetensors.part-*"))
+    assert len(parts) == 3 and all(p.stat().st_size <= 16 * 2**20 for p in parts)
+    assert "saved to" in (out / "train.log").read_text(encoding="utf-8")
+    judge = tmp_path / "judge"
+    judge.mkdir()
+    (judge / "model.safetensors").write_bytes(b"".join(p.read_bytes() for p in parts))
+    subprocess.run(["tar", "-C", str(judge), "-xf", str(out / "judge-rest.tar")], check=True)
+    card = json.loads((judge / "training.json").read_text(encoding="utf-8"))
+    assert card["pairs"] == 16 and card["first_stage"]["pairs"] == load_judge().card["pairs"]
+    scores = Judge(judge, languages=["en"]).score("When is the kiln fired?", ["The kiln is fired every Thursday."])
+    assert len(scores) == 1 and isinstance(scores[0], float)
+
+
 def test_a_language_the_judge_does_not_read_falls_back_to_the_word_tests(make_engine, tmp_path):
     folder = tmp_path / "docs"
     folder.mkdir()
