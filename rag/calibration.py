@@ -351,7 +351,7 @@ Search = Callable[[str, np.ndarray], SearchResult]  # (question, its vector) -> 
 def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: str, min_support: float,
               close_support: float, budget: float, floor: float, ceiling: float,
               close_percentile: float = 0.0, rise_percentile: float = 1.0,
-              ramp_support: float | None = None, judge_langs: Sequence[str] = (), judge_budget: float = 0.02,
+              ramp_support: float | None = None, judge_langs: Sequence[str] = (), judge_budget: float = 0.05,
               judge_floor: float = 0.0, judge_rules: Sequence[str] = (),
               across_ceiling: float = 0.8) -> Calibration:
     """Search every unrelated question of every language once and choose each language's threshold and
