@@ -18,8 +18,11 @@ Rates carry Wilson 95% intervals; R@1 of the judge's order against the fused ord
                                          [--judge-languages en,pt,es] [--out bench/out] [--json FILE]
                                          [--heldout] [--set judge=false]
 
-`--heldout` measures the held-out folder of `lab.heldout` instead (six other articles, nothing chosen on
-them); `--set judge=false` searches without the judge (the `words` configuration alone, three times faster).
+`--heldout` measures the held-out folder of `lab.heldout` instead (six other articles as the folder, the
+twelve's questions as off-folder ones). Two of its articles (Yuan dynasty, IPCC) and four of the twelve are
+the judge's training articles, Rhine and two more are dev: its rows are split `heldout` (questions of test
+articles: nothing trained or chosen on them) and `heldout-seen` (the rest, reported apart, never as held-out);
+`--set judge=false` searches without the judge (the `words` configuration alone, three times faster).
 `--json` keeps every question's row too, for paired tests between two runs (`bench/paired.py`). Searches
 are cached in `--out` by language, folder and judge, not by the code that searched: after a change to
 search or the word rules, measure into a new `--out` (or delete its `.pkl` files).
@@ -47,6 +50,7 @@ from rag import load_settings  # noqa: E402
 from rag.gate import gate  # noqa: E402
 from rag.judge import judged_order  # noqa: E402
 from rag.needles import contains  # noqa: E402
+from lab.heldout import row_split  # noqa: E402
 from lab.judge_data import TRAIN_DIR, split_of  # noqa: E402
 from lab.metrics import fmt_rate, rate, sign_test  # noqa: E402
 
@@ -135,8 +139,9 @@ def shipped_order(result, top: int | None = None):
     return dataclasses.replace(result, candidates=judged_order(read) + rest)
 
 
-def run(lang: str, data: dict, engine, config: str, ids: dict[str, str], split: str = "") -> list[dict]:
-    """Each question's row under one configuration; `split`: every row's (the held-out folder), else by article."""
+def run(lang: str, data: dict, engine, config: str, ids: dict[str, str], heldout: bool = False) -> list[dict]:
+    """Each question's row under one configuration, split by its article (`lab.heldout.row_split` on the
+    held-out folder)."""
     s, judged = configured(engine.settings, config)
     unrelated = {q: shipped_order(r, s.judge_top) if judged else fused_order(r) for q, r in data["unrelated"].items()}
     saved, engine.settings = engine.settings, s
@@ -156,7 +161,7 @@ def run(lang: str, data: dict, engine, config: str, ids: dict[str, str], split: 
                                 s.judge_rules if judged else ())
         kept = gate(result, calibration.threshold(qlang), s.max_chunks, rule).kept
         needle = q.get("needle")
-        rows.append({"lang": lang, "kind": q["kind"], "split": split or split_of(ids[q["id"]]), "answered": bool(kept),
+        rows.append({"lang": lang, "kind": q["kind"], "split": row_split(ids[q["id"]]) if heldout else split_of(ids[q["id"]]), "answered": bool(kept),
                      "right": bool(needle) and any(contains(c.content, needle) for c in kept),
                      "r1": bool(needle) and bool(result.candidates) and contains(result.candidates[0].content, needle),
                      "r4": bool(needle) and any(contains(c.content, needle) for c in result.candidates[:4])})
@@ -186,11 +191,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--judge", default="", help="a judge model folder (default: the shipped one)")
     ap.add_argument("--judge-languages", default="", help="trust it for these (default: its model card's)")
     ap.add_argument("--heldout", action="store_true",
-                    help="the held-out folder (lab.heldout: the six other-topic articles) instead, split 'heldout'")
+                    help="the held-out folder (lab.heldout: the six other-topic articles) instead, splits 'heldout' "
+                         "(test articles' questions) and 'heldout-seen'")
     args = ap.parse_args(argv)
     if args.heldout:
         from lab.heldout import build
-        args.splits = "heldout"
+        args.splits = "heldout,heldout-seen"
     judge = {k: v for k, v in (("judge_path", args.judge), ("judge_languages", args.judge_languages)) if v}
     judge.update(kv.split("=", 1) for kv in args.set)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -206,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{lang}: {n} questions searched in {data['seconds']:.0f} s ({1000 * data['seconds'] / n:.0f} ms each)")
         by_config = {}
         for config in args.configs.split(","):
-            rows, calibration = run(lang, data, engine, config, ids, "heldout" if args.heldout else "")
+            rows, calibration = run(lang, data, engine, config, ids, args.heldout)
             by_config[config] = rows
             every_row[f"{lang}|{config}"] = rows
             cut = calibration.languages[lang].judge_cut if lang in calibration.languages else None

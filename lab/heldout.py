@@ -1,5 +1,5 @@
 """A held-out folder of the SQuAD kind: the six other-topic articles of `../shared/train/` as a folder, with
-questions in the needle-set format, for a check on a folder nothing was chosen on.
+questions in the needle-set format, for a check on a folder no word rule or weight was chosen on.
 
 `../shared/eval/squad2/<lang>/` is a folder of twelve articles whose off-folder questions come from six
 others (Yuan dynasty, IPCC, Rhine, Islamism, Warsaw, Force). This turns that round: those six are the
@@ -7,6 +7,10 @@ folder, one Markdown file each (a `#` title, then its paragraphs); its answerabl
 sentence that holds SQuAD's answer as the needle; its near misses are SQuAD 2.0's unanswerable questions of
 the same articles; its off-folder questions are the answerable questions of the twelve. Seeded sampling,
 at most 200 / 100 / 100 per kind. The same articles and question ids in every language.
+
+Not held out from the judge: Yuan dynasty and IPCC are among its training articles and Rhine a dev one
+(`lab.judge_data.SPLITS`), as are six of the twelve the off-folder questions come from; `bench/judge_eval.py
+--heldout` reports the questions of test articles apart (`heldout`) from the others (`heldout-seen`).
 
 What it does not do: search or measure (`bench/judge_eval.py --heldout` does, at defaults), or touch the
 eval folder.
@@ -21,7 +25,7 @@ import json
 import random
 from pathlib import Path
 
-from lab.judge_data import TRAIN_DIR, _answer_at, load_articles
+from lab.judge_data import TRAIN_DIR, _answer_at, load_articles, split_of
 from rag.chunk import sentences
 
 ARTICLES = ("Yuan_dynasty", "Intergovernmental_Panel_on_Climate_Change", "Rhine", "Islamism", "Warsaw", "Force")
@@ -39,6 +43,16 @@ def _needle(context: str, at: int) -> str | None:
         if s <= at < e:
             return context[s:e]
     return None
+
+
+def row_split(article: str) -> str:
+    """How a question of this folder (of `article`, SQuAD's English title) is reported for the judge: `heldout`
+    when the article is a test one, `heldout-seen` when the judge trained or was chosen on it.
+
+    >>> row_split("Warsaw"), row_split("Yuan_dynasty"), row_split("Rhine"), row_split("Normans")
+    ('heldout', 'heldout-seen', 'heldout-seen', 'heldout-seen')
+    """
+    return "heldout" if split_of(article) == "test" else "heldout-seen"
 
 
 def build(lang: str, out: Path, train_dir: Path = TRAIN_DIR) -> Path:

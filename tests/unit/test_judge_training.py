@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import AutoTokenizer
 
-from lab.judge_data import Pair, without_answer
+from lab.judge_data import SPLITS, Pair, pairs, without_answer
 from lab.train_judge import answer_tokens
 from rag.judge import JUDGE_DIR, span_answerability
 
@@ -85,3 +85,16 @@ def test_a_span_longer_than_allowed_does_not_count():
     start, end = _logits(10, {4: 4.0, 0: 0.0}), _logits(10, {8: 4.0, 0: 0.0})
     assert span_answerability(start, end, TYPES, MASK, longest=5).item() == pytest.approx(8.0)
     assert span_answerability(start, end, TYPES, MASK, longest=4).item() == pytest.approx(-1.0)
+
+
+@pytest.mark.parametrize("split, articles, expected", [
+    ("train", 1, {"Normans"}),
+    ("train", 2, {"Normans", "Victoria_(Australia)"}),
+    ("train+dev", 0, {*SPLITS["train"], *SPLITS["dev"]}),
+])
+def test_pairs_come_from_the_articles_asked_for_and_no_other(split, articles, expected):
+    # A learning curve trains on the first N articles; `train+dev` once the dev articles have chosen what they
+    # chose. Never a test article.
+    got = pairs(split, ("en",), articles=articles)
+    assert {p.article for p in got} == expected
+    assert not {p.article for p in got} & set(SPLITS["test"])
