@@ -180,12 +180,50 @@ def without_answer(text: str, at: int, answer: str) -> str | None:
     return cut
 
 
+# A name (capitalised words, "of"/"de" between them) or a number, as a question writes it; not its first word.
+_NAME = re.compile(r"(?<=\s)[A-ZÀ-Ý][\w'’-]*(?:\s+(?:(?:of|the|de|da|do|del|la)\s+)?[A-ZÀ-Ý][\w'’-]*)*|\b\d[\d.,]*\d\b|\b\d\b")
+
+
+def names_in(text: str) -> list[str]:
+    """The names and numbers of `text` (not its first word): what a swap replaces.
+
+    >>> names_in("When did Rollo of Normandy die, in 930 or 931?")
+    ['Rollo of Normandy', '930', '931']
+    """
+    return [m.group() for m in _NAME.finditer(text)]
+
+
+def swapped(question: str, passage: str, pool: list[str], rng: random.Random) -> str | None:
+    """The question with one name or number the passage holds replaced by one of `pool` (the article's) the
+    passage never mentions: the same subject, asked of something this passage does not say (SQuAD 2.0's
+    "entity swap", its most common kind of unanswerable question). None when nothing can be swapped.
+
+    >>> swapped("When did Rollo die?", "Rollo died in 930. His son William ruled.", ["Rollo", "William", "Hasting"],
+    ...         random.Random(1))
+    'When did Hasting die?'
+    >>> swapped("In what year did Rollo die?", "Rollo died in 930.", ["911", "930"], random.Random(1))  # no name to swap for
+    """
+    low = passage.lower()
+    mine = [n for n in names_in(question) if n.lower() in low]
+    if not mine:
+        return None
+    old = rng.choice(mine)
+    is_number = old[0].isdigit()
+    options = sorted({n for n in pool if n[0].isdigit() == is_number and n.lower() not in low
+                      and n.lower() not in question.lower()})
+    if not options:
+        return None
+    return question.replace(old, rng.choice(options), 1)
+
+
 def pairs(split: str, langs=LANGS, p_far: float = 1.0, p_near: float = 0.5, seed: int = 13,
-          train_dir: Path = TRAIN_DIR, p_removed: float = 0.0, articles: int = 0) -> list[Pair]:
+          train_dir: Path = TRAIN_DIR, p_removed: float = 0.0, articles: int = 0,
+          p_swapped: float = 0.0) -> list[Pair]:
     """Every pair of one split (`split`: a name of SPLITS, or several joined by "+"), shuffled with a fixed
     seed; `articles`: only the first N of its articles (0: all; a learning curve). `p_far`: the share of answerable questions also
     paired with another article's chunk; `p_near`: the share of unanswerable questions used; `p_removed`:
-    the share of answerable questions also paired with their chunk less the answer's sentence (`without_answer`). With every near
+    the share of answerable questions also paired with their chunk less the answer's sentence (`without_answer`);
+    `p_swapped`: the share also asked with a name or number swapped (`swapped`), against their chunk. With every near
     miss (as many as the answers, often on the very chunk an answer uses) and few far chunks, the loss stayed
     at the constant predictor's for 325 steps: the model gets the easy contrast first this way."""
     rng = random.Random(seed)
@@ -197,6 +235,7 @@ def pairs(split: str, langs=LANGS, p_far: float = 1.0, p_near: float = 0.5, seed
         built = [questions_and_chunks(a, lang) for a in arts]
         for ai, (qs, chunks) in enumerate(built):
             title = arts[ai]["title_en"]
+            pool = sorted({n for c in chunks for n in names_in(c.content)}) if p_swapped else []
             others = [c for j, (_, cs) in enumerate(built) if j != ai for c in cs]
             for q in qs:
                 if q.answerable:
@@ -206,6 +245,8 @@ def pairs(split: str, langs=LANGS, p_far: float = 1.0, p_near: float = 0.5, seed
                                     len(q.answer) if at >= 0 else 0))
                     if at >= 0 and rng.random() < p_removed and (cut := without_answer(c.text, at, q.answer)):
                         out.append(Pair(q.text, cut, 0.0, lang, "removed", title, q.qid))
+                    if p_swapped and rng.random() < p_swapped and (other := swapped(q.text, c.content, pool, rng)):
+                        out.append(Pair(other, c.text, 0.0, lang, "swapped", title, q.qid))
                     qw = _words(q.text)
                     rest = [i for i in range(len(chunks)) if i != q.chunk]
                     if rest:

@@ -198,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--removed-share", type=float, default=0.0,
                     help="share of answerable questions also paired with their chunk less the answer's sentence "
                          "(a near miss made from an answer)")
+    ap.add_argument("--swap-share", type=float, default=0.0,
+                    help="share of answerable questions also asked with a name or number swapped for one their chunk "
+                         "never mentions, against that chunk (lab.judge_data.swapped: a near miss made by a swap)")
     ap.add_argument("--evaluate", type=Path, default=None,
                     help="no training: score every dev pair (every near miss too) with this saved judge and print "
                          "the AUCs")
@@ -230,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     if "dev" in args.train_split.split("+") and args.dev_pairs:
         ap.error("--train-split with dev needs --dev-pairs 0: a judge is not measured on what it learnt")
     train = pairs(args.train_split, langs, seed=args.seed, p_near=args.near_share, p_removed=args.removed_share,
-                  articles=args.articles, **kw)
+                  articles=args.articles, p_swapped=args.swap_share, **kw)
     if args.max_pairs:
         train = train[:args.max_pairs]
     dev = pairs("dev", langs, seed=args.seed, **kw)[:args.dev_pairs] if args.dev_pairs else []
@@ -303,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         "data": f"SQuAD 2.0 dev, even-position articles, {args.train_split} split: " + ", ".join(
             [a for part in args.train_split.split("+") for a in SPLITS[part]][:args.articles or None]),
         "languages": list(langs), "pairs": len(train), "positives": int(sum(p.label for p in train)),
-        "near_share": args.near_share, "removed_share": args.removed_share, "span_weight": args.span_weight,
+        "near_share": args.near_share, "removed_share": args.removed_share, "swap_share": args.swap_share, "span_weight": args.span_weight,
         **({"first_stage": {k: base.get(k) for k in ("pairs", "recipe", "minutes", "dev_auc", "near_share")}}
            if args.init else {}),
         "recipe": {"epochs": args.epochs, "steps": step, "batch": args.batch, "lr": args.lr, "head_lr": args.head_lr, "warmup_steps": warm,

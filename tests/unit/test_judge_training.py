@@ -4,11 +4,13 @@ judge's), no model loaded."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import torch
 from transformers import AutoTokenizer
 
-from lab.judge_data import SPLITS, Pair, pairs, without_answer
+from lab.judge_data import SPLITS, Pair, names_in, pairs, swapped, without_answer
 from lab.train_judge import answer_tokens
 from rag.judge import JUDGE_DIR, span_answerability
 
@@ -98,3 +100,21 @@ def test_pairs_come_from_the_articles_asked_for_and_no_other(split, articles, ex
     got = pairs(split, ("en",), articles=articles)
     assert {p.article for p in got} == expected
     assert not {p.article for p in got} & set(SPLITS["test"])
+
+
+def test_a_swapped_question_asks_of_something_its_passage_never_mentions():
+    got = [p for p in pairs("train", ("en",), articles=1, p_swapped=1.0) if p.kind == "swapped"]
+    assert got and all(p.label == 0.0 for p in got)
+    for p in got:
+        new = [n for n in names_in(p.question) if n.lower() not in p.passage.lower()]
+        assert new, p.question  # the swapped-in name or number is not in the passage
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("When did Rollo die in 930?", {"When did William die in 930?", "When did Rollo die in 911?"}),
+    ("Who ruled?", {None}),  # nothing to swap
+])
+def test_a_name_is_swapped_for_a_name_and_a_number_for_a_number(question, expected):
+    passage = "Rollo died in 930 at Rouen."
+    got = {swapped(question, passage, ["William", "911", "Rouen", "930"], random.Random(seed)) for seed in range(20)}
+    assert got == expected
