@@ -161,7 +161,9 @@ def run(lang: str, data: dict, engine, config: str, ids: dict[str, str], heldout
                                 s.judge_rules if judged else ())
         kept = gate(result, calibration.threshold(qlang), s.max_chunks, rule).kept
         needle = q.get("needle")
-        rows.append({"lang": lang, "kind": q["kind"], "split": row_split(ids[q["id"]]) if heldout else split_of(ids[q["id"]]), "answered": bool(kept),
+        article = ids[q["id"]]
+        rows.append({"lang": lang, "kind": q["kind"], "split": row_split(article) if heldout else split_of(article),
+                     "answered": bool(kept),
                      "right": bool(needle) and any(contains(c.content, needle) for c in kept),
                      "r1": bool(needle) and bool(result.candidates) and contains(result.candidates[0].content, needle),
                      "r4": bool(needle) and any(contains(c.content, needle) for c in result.candidates[:4])})

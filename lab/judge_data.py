@@ -216,6 +216,16 @@ def swapped(question: str, passage: str, pool: list[str], rng: random.Random) ->
     return question.replace(old, rng.choice(options), 1)
 
 
+def articles_of(split: str, first: int = 0) -> list[str]:
+    """The articles of a split of SPLITS, or of several joined by "+", in order; `first`: only the first N.
+
+    >>> articles_of("train+dev", 2), len(articles_of("train+dev"))
+    (['Normans', 'Victoria_(Australia)'], 9)
+    """
+    names = [a for part in split.split("+") for a in SPLITS[part]]
+    return names[:first] if first else names
+
+
 def pairs(split: str, langs=LANGS, p_far: float = 1.0, p_near: float = 0.5, seed: int = 13,
           train_dir: Path = TRAIN_DIR, p_removed: float = 0.0, articles: int = 0,
           p_swapped: float = 0.0) -> list[Pair]:
@@ -227,8 +237,7 @@ def pairs(split: str, langs=LANGS, p_far: float = 1.0, p_near: float = 0.5, seed
     miss (as many as the answers, often on the very chunk an answer uses) and few far chunks, the loss stayed
     at the constant predictor's for 325 steps: the model gets the easy contrast first this way."""
     rng = random.Random(seed)
-    names = [a for part in split.split("+") for a in SPLITS[part]]
-    wanted = set(names[:articles] if articles else names)
+    wanted = set(articles_of(split, articles))
     out: list[Pair] = []
     for lang in langs:
         arts = [a for a in load_articles(lang, train_dir) if a["title_en"] in wanted]

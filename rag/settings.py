@@ -148,7 +148,7 @@ class Settings:
     # never under `judge_floor`). `judge_rules`: the word tests that still apply beside it (rag.gate).
     # Off by default: on SQuAD articles it never saw the shipped judge keeps fewer right passages than the word
     # tests for fewer near misses answered (English test articles 0.80 against 0.85 kept, 0.61 against 0.74 near
-    # misses; held-out folder 0.68 against 0.79, 0.41 against 0.68; docs/judge.md). `judge_budget` 0.05: on
+    # misses; the held-out folder's test articles 0.64 against 0.86, 0.41 against 0.59; docs/judge.md). `judge_budget` 0.05: on
     # the dev articles it kept 31 of 41 right passages where 0.02 kept 21, for 11 near misses of 30 against 9.
     # `judge_top` 8: on SQuAD's dev articles the smallest that kept as many right passages as reading all 20
     # (5 and 6 kept fewer); on the test articles it kept as many and answered 2 fewer near misses, in 0.4 of
