@@ -638,16 +638,23 @@ class Indexer:
         """How many files are waiting to be indexed or being indexed."""
         return self.queue.pending()
 
-    def _index_queued(self, items: list[QueueItem], queue: IndexQueue) -> None:
+    def _index_queued(self, items: list[QueueItem], queue: IndexQueue, asked: bool = False) -> None:
         """The worker's step: extract, embed and write queued files in groups, reporting each file's state.
 
         Extracting and embedding happen outside the writer lock (they only read); the lock is held for each
         group's write, so an upload or a deletion never waits for a long embedding. A file cancelled while
-        it is embedded stops before anything of it is written; the rest of its group goes on."""
+        it is embedded stops before anything of it is written; the rest of its group goes on. A file a person
+        queued meanwhile is indexed at once, between two files or two model batches (`_index_asked`);
+        `asked`: these are such files (they are not interrupted in turn)."""
         group: list[tuple[DocRecord, list[Chunk], QueueItem]] = []
+        served: set[str] = set()  # files of this batch a person's interruption indexed already
         for item in items:
             if queue.stopping():
                 raise Stopped()
+            if not asked:
+                served |= self._index_asked(queue)
+            if item.path in served:
+                continue
             if queue.is_cancelled(item):
                 queue.save(item, CANCELLED, cancel=False)
                 continue
@@ -664,12 +671,23 @@ class Indexer:
             queue.save(item, EMBEDDING, total=len(chunks), done=0)
             group.append((rec, chunks, item))
             if sum(len(c) for _, c, _ in group) >= self.group:
-                self._write_queued(group, queue)
+                self._write_queued(group, queue, asked)
                 group = []
         if group:
-            self._write_queued(group, queue)
+            self._write_queued(group, queue, asked)
 
-    def _write_queued(self, group: list[tuple[DocRecord, list[Chunk], QueueItem]], queue: IndexQueue) -> None:
+    def _index_asked(self, queue: IndexQueue) -> set[str]:
+        """Index the files a person queued since the worker took its batch (an upload to ask about at once),
+        before going on with the app's own: they wait for one model batch, not for a folder of hundreds.
+        Nothing of the interrupted work is lost: its vectors so far are kept and it goes on after. Returns
+        the paths it indexed."""
+        items = queue.take_asked()
+        if items:
+            self._index_queued(items, queue, asked=True)
+        return {i.path for i in items}
+
+    def _write_queued(self, group: list[tuple[DocRecord, list[Chunk], QueueItem]], queue: IndexQueue,
+                      asked: bool = False) -> None:
         """Embed a group in slices (reporting each file's progress, dropping a file cancelled meanwhile),
         then write what is left under the writer lock and publish it."""
         texts = [c.text for _, chunks, _ in group for c in chunks]
@@ -684,6 +702,8 @@ class Indexer:
         for at in range(0, len(texts), step):
             if queue.stopping():
                 raise Stopped()
+            if not asked:
+                self._index_asked(queue)
             end = min(at + step, len(texts))
             here = sorted({owner[j] for j in range(at, end)} - dropped)
             dropped |= {i for i in here if queue.is_cancelled(group[i][2])}

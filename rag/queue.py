@@ -13,6 +13,11 @@ so a rerun, a page change, a reload or a second tab neither loses nor repeats wo
 file takes it off; cancelling one being embedded stops it before anything of it is written. Questions are
 answered throughout from what is fully indexed: the worker publishes whole documents only.
 
+Files a person asked for (an upload, an attachment, a retry) go before the ones the app queued itself (the
+folder's, a restart's); one queued while the worker is busy with the app's own is indexed at once, between two
+model batches (`Indexer._index_asked`), so a file dropped to ask about it is not kept behind a folder's first
+indexing.
+
 What it does not do: extract, embed or write (the engine does, `Indexer._index_queued`); decide what changed
 in the folder (`Engine.rescan` compares sizes and modification times with the library).
 
@@ -35,6 +40,10 @@ INDEXED, FAILED, CANCELLED, REMOVED = "indexed", "failed", "cancelled", "removed
 ACTIVE = (QUEUED, EXTRACTING, EMBEDDING)
 STATES = ACTIVE + (INDEXED, FAILED, CANCELLED, REMOVED)
 BATCH_FILES = 64  # files taken from the queue at once (their chunks are embedded in full batches)
+# Files the app queued by itself (the folder's own, found by a scan or the watcher; those a restart found
+# unfinished) wait behind the ones a person asked for (an upload, a chat attachment, a retry, a re-index):
+# a file dropped to ask about it at once is not kept behind the first indexing of a folder of hundreds.
+BACKGROUND = ("folder", "restart")
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +70,11 @@ class QueueItem:
     @property
     def active(self) -> bool:
         return self.state in ACTIVE
+
+    @property
+    def background(self) -> bool:
+        """Queued by the app itself, not asked for by a person: it waits behind those that were."""
+        return self.source in BACKGROUND
 
     def label(self) -> str:
         """One line for the screen."""
@@ -91,6 +105,7 @@ class IndexQueue:
         self._stop = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
+        self._asked = threading.Event()  # a person's file was queued since the worker took its batch
         self._thread: threading.Thread | None = None
         self.error = ""  # the last unexpected error of the worker, for the screen
 
@@ -124,6 +139,14 @@ class IndexQueue:
         """Files still to index: queued or being worked on."""
         return sum(1 for i in self.items() if i.active)
 
+    def take_asked(self) -> list[QueueItem]:
+        """The files a person queued since the worker took its batch, in order of arrival; [] when none was.
+        The worker indexes them at once, between two files or two model batches of the app's own."""
+        if not self._asked.is_set():
+            return []
+        self._asked.clear()
+        return sorted((i for i in self.items() if i.state == QUEUED and not i.background), key=_order)[:BATCH_FILES]
+
     def busy(self) -> bool:
         return not self._idle.is_set() or self.pending() > 0
 
@@ -154,6 +177,8 @@ class IndexQueue:
                                                 runs=runs), cancel=False))
         if out:
             self._idle.clear()
+            if source not in BACKGROUND:
+                self._asked.set()
             self._wake.set()
         return out
 
@@ -223,7 +248,8 @@ class IndexQueue:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            batch = [i for i in self.items() if i.state == QUEUED][:BATCH_FILES]
+            self._asked.clear()  # before reading the rows: a file queued after this is seen next time
+            batch = sorted((i for i in self.items() if i.state == QUEUED), key=_order)[:BATCH_FILES]
             if not batch:
                 if not self._idle.is_set() and self._after_idle is not None:
                     try:
@@ -249,6 +275,16 @@ class IndexQueue:
                     if row is not None and row.active:
                         self.save(row, FAILED, reason=f"could not be indexed ({type(exc).__name__}: {exc})")
                 time.sleep(0.5)
+
+
+def _order(item: QueueItem) -> tuple[bool, int]:
+    """The worker's order: the files a person asked for first, then the app's own; each in order of arrival.
+
+    >>> [i.path for i in sorted([QueueItem("a", source="folder", seq=1), QueueItem("b", source="upload", seq=2),
+    ...                          QueueItem("c", source="folder", seq=3)], key=_order)]
+    ['b', 'a', 'c']
+    """
+    return item.background, item.seq
 
 
 def _item(d: dict) -> QueueItem:

@@ -115,6 +115,44 @@ def test_cancelling_a_file_while_it_is_embedded_writes_nothing_of_it(make_engine
     assert engine.queue.get("short.md").state == INDEXED
 
 
+def test_a_file_a_person_adds_goes_before_the_folders_own_files(make_engine, tmp_path):
+    folder = notes_folder(tmp_path, 5)
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.rescan()  # the folder's files are queued first (as a first start does), the worker not yet running
+    (folder / "dropped.md").write_text(note(99), encoding="utf-8")
+    engine.enqueue(["dropped.md"], source="upload")
+    engine.start(watch=False)
+    assert engine.queue.wait_idle(120)
+    items = {i.path: i for i in engine.queue.items()}
+    assert {i.state for i in items.values()} == {INDEXED}
+    assert items["dropped.md"].seq > max(items[f"n{i}.md"].seq for i in range(5))  # it came last
+    assert items["dropped.md"].updated_at < min(items[f"n{i}.md"].updated_at for i in range(5))  # and went first
+
+
+def test_a_file_dropped_while_a_long_one_is_embedded_is_searchable_before_that_one_is_done(make_engine, tmp_path):
+    # A first start on a large folder: the person drops a note to ask about it at once. It is indexed
+    # between two model batches of the folder's file, which goes on afterwards and loses nothing.
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "long.md").write_text(long_doc(800), encoding="utf-8")
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.start(watch=False)
+    running = wait_until(lambda: (i := engine.queue.get("long.md")) and i.state == EMBEDDING and i.done > 0 and i, 120)
+    assert running and running.done < running.total and running.source == "folder", running
+    (folder / "dropped.md").write_text(note(7), encoding="utf-8")
+    engine.enqueue(["dropped.md"], source="upload")
+    assert wait_until(lambda: engine.queue.get("dropped.md").state == INDEXED, 60)
+    long_then = engine.queue.get("long.md")
+    assert long_then.state == EMBEDDING and long_then.done < long_then.total, long_then
+    top = engine.search("How many apples does zebra number 7 eat on Tuesday?").candidates[0]
+    assert top.doc_name == "dropped.md"
+    assert engine.queue.wait_idle(180)
+    done = engine.queue.get("long.md")
+    assert done.state == INDEXED and done.runs == 1 and done.chunks == long_then.total
+    assert sum(c.doc_id == doc_id_for("long.md") for c in engine.snapshot.chunks) == done.chunks
+    assert engine.queue.get("dropped.md").runs == 1  # indexed once, not again with the rest
+
+
 def test_a_file_written_by_another_program_is_indexed_within_ten_seconds(make_engine, tmp_path):
     folder = tmp_path / "docs"
     folder.mkdir()
