@@ -154,8 +154,9 @@ class IndexQueue:
 
     def put(self, paths: Sequence[str], source: str = "",
             unless: Callable[[str], bool] | None = None) -> list[QueueItem]:
-        """Queue files (relative paths). A file already queued or being indexed is left as it is: a change
-        made meanwhile is found by the next rescan (its modification time is newer than the one indexed).
+        """Queue files (relative paths). A file already queued or being indexed is left as it is (a change
+        made meanwhile is found by the next rescan: its modification time is newer than the one indexed),
+        except that one the app queued and a person now asks for goes first.
 
         `unless(path)`, when given, is asked under the queue's lock for each file not running: True leaves
         it off. A rescan decides from what it read a moment ago; the worker may have finished the file since
@@ -167,6 +168,8 @@ class IndexQueue:
             for path in dict.fromkeys(paths):
                 item = rows.get(path)
                 if item is not None and item.active:
+                    if item.state == QUEUED and item.background and source not in BACKGROUND:
+                        item = self._save(item, source=source)  # still waiting: now asked for, so it goes first
                     out.append(item)
                     continue
                 if unless is not None and unless(path):

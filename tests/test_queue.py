@@ -129,6 +129,19 @@ def test_a_file_a_person_adds_goes_before_the_folders_own_files(make_engine, tmp
     assert items["dropped.md"].updated_at < min(items[f"n{i}.md"].updated_at for i in range(5))  # and went first
 
 
+def test_a_folder_file_still_waiting_goes_first_once_a_person_asks_for_it(make_engine, tmp_path):
+    folder = notes_folder(tmp_path, 5)
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.rescan()  # all five queued by the app, the worker not yet running
+    (item,) = engine.enqueue(["n4.md"], source="upload")  # the person drops a newer n4.md over it
+    assert item.source == "upload" and item.state == QUEUED
+    engine.start(watch=False)
+    assert engine.queue.wait_idle(120)
+    items = {i.path: i for i in engine.queue.items()}
+    assert items["n4.md"].runs == 1  # indexed once
+    assert items["n4.md"].updated_at < min(items[f"n{i}.md"].updated_at for i in range(4))
+
+
 def test_a_file_dropped_while_a_long_one_is_embedded_is_searchable_before_that_one_is_done(make_engine, tmp_path):
     # A first start on a large folder: the person drops a note to ask about it at once. It is indexed
     # between two model batches of the folder's file, which goes on afterwards and loses nothing.
