@@ -644,14 +644,15 @@ class Indexer:
         Extracting and embedding happen outside the writer lock (they only read); the lock is held for each
         group's write, so an upload or a deletion never waits for a long embedding. A file cancelled while
         it is embedded stops before anything of it is written; the rest of its group goes on. A file a person
-        queued meanwhile is indexed at once, between two files or two model batches (`_index_asked`);
-        `asked`: these are such files (they are not interrupted in turn)."""
+        queued meanwhile is indexed at once, between two files or two model batches of the app's own
+        (`_index_asked`; a person's files among themselves keep their order of arrival); `asked`: these are
+        such files (they are not interrupted in turn)."""
         group: list[tuple[DocRecord, list[Chunk], QueueItem]] = []
         served: set[str] = set()  # files of this batch a person's interruption indexed already
         for item in items:
             if queue.stopping():
                 raise Stopped()
-            if not asked:
+            if not asked and item.background:
                 served |= self._index_asked(queue)
             if item.path in served:
                 continue
@@ -702,7 +703,7 @@ class Indexer:
         for at in range(0, len(texts), step):
             if queue.stopping():
                 raise Stopped()
-            if not asked:
+            if not asked and all(item.background for _, _, item in group):
                 self._index_asked(queue)
             end = min(at + step, len(texts))
             here = sorted({owner[j] for j in range(at, end)} - dropped)
