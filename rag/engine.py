@@ -169,8 +169,9 @@ class Engine:
 
     def _after_change(self) -> None:
         """The index changed (a sync, files indexed, the queue emptied): calibrate now, so the next question
-        does not wait for it."""
-        self.calibrated()
+        does not wait for it; unless a person's file comes meanwhile: the worker indexes it first (a file
+        dropped to ask about it does not wait for 800 questions), and calibrates once the queue empties again."""
+        self.calibrated(interrupt=self.queue.asked_waiting)
 
     def stamp_for(self, kind: str) -> Stamp:
         return self.indexer.stamp_for(kind)
@@ -357,10 +358,11 @@ class Engine:
                s.feedback_pool]  # (it may place other rows 6-20, whose distances the calibration reads too)
         return hashlib.sha1(repr(key).encode("utf-8")).hexdigest()
 
-    def calibrated(self, stale_ok: bool = False) -> Calibration | None:
+    def calibrated(self, stale_ok: bool = False, interrupt: Callable[[], bool] | None = None) -> Calibration | None:
         """The folder's calibration, computed again when what it depends on changed (and only then).
         None while nothing is indexed: there is nothing to calibrate on. `stale_ok`: return the last one
-        without checking (while the folder is being indexed)."""
+        without checking (while the folder is being indexed). `interrupt`: asked between two questions; when
+        it says True the calibration stops, nothing of it is kept, and the last one (or None) is returned."""
         if not self.snapshot.chunks:
             return None
         if stale_ok and self.calibration is not None:
@@ -370,7 +372,15 @@ class Engine:
             return self.calibration
         with self._calibration_lock:
             if self.calibration is None or self.calibration.fingerprint != fingerprint:
-                calibration = self.calibrate_with(self.calibration_search(), self.settings, fingerprint)
+                try:
+                    # The first calibration of a process embeds the 800 questions (seconds): that stands aside too.
+                    self._calibration_vectors(interrupt), self._calibration_side_vectors(interrupt)
+                    search = self.calibration_search()
+                    if interrupt is not None:
+                        search = _interruptible(search, interrupt)
+                    calibration = self.calibrate_with(search, self.settings, fingerprint)
+                except _Interrupted:
+                    return self.calibration
                 self.calibrations += 1
                 try:
                     calibration.save(self._calibration_path)
@@ -412,11 +422,12 @@ class Engine:
                          judge_budget=s.judge_budget, judge_floor=s.judge_floor, judge_rules=s.judge_rules,
                          across_ceiling=s.across_ceiling)
 
-    def _calibration_vectors(self) -> dict[str, np.ndarray]:
+    def _calibration_vectors(self, interrupt: Callable[[], bool] | None = None) -> dict[str, np.ndarray]:
         """The unrelated questions' embeddings: computed once per process (they depend only on the model)."""
         if self._unrelated_vectors is None:
-            self._unrelated_vectors = {lang: self.embedder.embed_batch([q for _, q in unrelated_questions(lang)])
-                                       for lang in CALIBRATED_LANGUAGES}
+            self._unrelated_vectors = {
+                lang: _embed_interruptibly(self.embedder.embed_batch, [q for _, q in unrelated_questions(lang)], interrupt)
+                for lang in CALIBRATED_LANGUAGES}
         return self._unrelated_vectors
 
     def _graph_probes(self, side: str, chunks: Sequence) -> np.ndarray | None:
@@ -435,14 +446,15 @@ class Engine:
             texts = [q for lang in CALIBRATED_LANGUAGES for _, q in unrelated_questions(lang)][::10]
         return model.embed_batch(texts)
 
-    def _calibration_side_vectors(self) -> dict[str, np.ndarray]:
+    def _calibration_side_vectors(self, interrupt: Callable[[], bool] | None = None) -> dict[str, np.ndarray]:
         """The unrelated questions' multilingual vectors by question ({} when the side is off): once per process."""
         if self.side is None:
             return {}
         # They depend only on the model and the shipped questions: embedded once per process, not per engine.
         if self.side.name not in _UNRELATED_SIDE:
             questions = [q for lang in CALIBRATED_LANGUAGES for _, q in unrelated_questions(lang)]
-            _UNRELATED_SIDE[self.side.name] = dict(zip(questions, self.side.embed_batch(questions)))
+            _UNRELATED_SIDE[self.side.name] = dict(zip(questions, _embed_interruptibly(self.side.embed_batch,
+                                                                                       questions, interrupt)))
         return _UNRELATED_SIDE[self.side.name]
 
     def threshold_choice(self, question: str, given: float | None = None, lang: str | None = None) -> ThresholdChoice:
@@ -611,3 +623,29 @@ def _holds_own_words(result: SearchResult, settings: Settings) -> bool:
     choice between two searches does not move with the slider."""
     rule = SupportRule(min_support=settings.min_support)
     return any(rule.holds_in_full(c) and not rule.off_subject(c) for c in result.candidates)
+
+
+class _Interrupted(Exception):
+    """A calibration stopped by its `interrupt` (a person's file came to be indexed)."""
+
+
+def _interruptible(search: Callable[[str, np.ndarray], SearchResult],
+                   interrupt: Callable[[], bool]) -> Callable[[str, np.ndarray], SearchResult]:
+    """`search`, stopping the calibration (raising `_Interrupted`) before any question once `interrupt()` is True."""
+    def searched(question: str, vector: np.ndarray) -> SearchResult:
+        if interrupt():
+            raise _Interrupted()
+        return search(question, vector)
+    return searched
+
+
+def _embed_interruptibly(embed_batch: Callable[[list[str]], np.ndarray], texts: list[str],
+                         interrupt: Callable[[], bool] | None, size: int = 64) -> np.ndarray:
+    """`embed_batch(texts)`, in slices of `size` with `interrupt` asked before each (`_Interrupted` when True).
+    Sliced with or without `interrupt`, so that the vectors do not depend on which path computed them first."""
+    parts = []
+    for at in range(0, len(texts), size):
+        if interrupt is not None and interrupt():
+            raise _Interrupted()
+        parts.append(embed_batch(texts[at:at + size]))
+    return np.concatenate(parts) if parts else embed_batch(texts)

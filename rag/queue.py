@@ -139,6 +139,11 @@ class IndexQueue:
         """Files still to index: queued or being worked on."""
         return sum(1 for i in self.items() if i.active)
 
+    def asked_waiting(self) -> bool:
+        """A person's file was queued since the worker last took its files (the worker's calibration of the
+        folder stands aside for it: `Engine._after_change`)."""
+        return self._asked.is_set()
+
     def take_asked(self) -> list[QueueItem]:
         """The files a person queued since the worker took its batch, in order of arrival; [] when none was.
         The worker indexes them at once, between two files or two model batches of the app's own."""

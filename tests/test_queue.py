@@ -312,3 +312,33 @@ def test_a_rescan_racing_the_worker_does_not_index_a_file_it_just_finished_again
     assert raced and engine.queue.wait_idle(60)
     item = engine.queue.get("late.md")
     assert (item.state, item.runs) == (INDEXED, 1)
+
+
+def test_the_folders_calibration_stands_aside_for_a_file_a_person_adds(make_engine, tmp_path):
+    # The worker calibrates the folder once the queue empties (800 questions: seconds). A file dropped then
+    # is indexed first; the calibration is computed after it, on the folder with the file.
+    folder = notes_folder(tmp_path, 3)
+    engine = make_engine(folder, index_dir=tmp_path / "idx")
+    engine.sync()
+    before = engine.calibration
+    assert before is not None and engine.calibrations == 1
+    (folder / "extra.md").write_text(note(7), encoding="utf-8")
+    (folder / "dropped.md").write_text(note(42), encoding="utf-8")
+    engine.enqueue(["dropped.md"], source="upload")  # the worker is not running yet: it waits
+    engine.index_files(["extra.md"])  # the index changed: the calibration after it stands aside
+    assert engine.calibrations == 1 and engine.calibration is before
+    assert before.fingerprint != engine.calibration_fingerprint()
+    engine.start(watch=False)
+    assert engine.queue.wait_idle(120)
+    assert engine.queue.get("dropped.md").state == INDEXED
+    assert engine.calibrations == 2 and engine.calibration.fingerprint == engine.calibration_fingerprint()
+
+
+def test_an_interrupted_calibration_keeps_nothing(make_engine, tmp_path):
+    engine = make_engine(notes_folder(tmp_path, 2), index_dir=tmp_path / "idx")
+    engine.index_files(["n0.md", "n1.md"])  # calibrates after the change
+    engine.calibration, engine.calibrations = None, 0  # as on a first start, before any calibration
+    asked = []
+    assert engine.calibrated(interrupt=lambda: asked.append(1) or len(asked) > 5) is None
+    assert engine.calibration is None and engine.calibrations == 0 and len(asked) == 6
+    assert engine.calibrated() is not None and engine.calibrations == 1
