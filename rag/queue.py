@@ -16,7 +16,7 @@ answered throughout from what is fully indexed: the worker publishes whole docum
 Files a person asked for (an upload, an attachment, a retry) go before the ones the app queued itself (the
 folder's, a restart's); one queued while the worker is busy with the app's own is indexed at once, between two
 model batches (`Indexer._index_asked`), so a file dropped to ask about it is not kept behind a folder's first
-indexing.
+indexing, nor behind the calibration the engine computes once the queue empties (`asked_waiting`).
 
 What it does not do: extract, embed or write (the engine does, `Indexer._index_queued`); decide what changed
 in the folder (`Engine.rescan` compares sizes and modification times with the library).
