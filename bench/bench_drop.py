@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import shutil
 import sys
 import tempfile
@@ -33,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import rag  # noqa: E402
-from bench_queue import write_load  # noqa: E402
+from bench_queue import machine, write_load  # noqa: E402
 
 NOTE = ("# Boat club\n\nMembers book a sailing dinghy at the harbour office two days ahead; a booking costs twelve "
         "euros for a half day. Life jackets hang on the left wall of the blue boathouse.\n")
@@ -87,7 +86,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     res = run(args.files, args.after, args.after_indexed)
-    res["machine"] = {"python": platform.python_version(), "cpus": __import__("os").cpu_count()}
+    res["machine"] = machine()
     print(json.dumps(res, indent=1))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -37,7 +37,7 @@ from lab.judge_data import split_of  # noqa: E402
 from rag import load_settings  # noqa: E402
 from rag.chunk import chunk_document, strategy  # noqa: E402
 from rag.extract import extract_bytes  # noqa: E402
-from rag.lexical import TOKEN, WORD_PART, LexicalIndex, _stem, analyze, detect_language, fold, stop_words  # noqa: E402
+from rag.lexical import TOKEN, WORD_PART, LexicalIndex, analyze, detect_language, fold, stop_words, term_tokens  # noqa: E402
 from rag.needles import contains  # noqa: E402
 
 GRID = [(k1, b) for k1 in (0.9, 1.2, 1.5, 2.0) for b in (0.5, 0.75, 0.9)]
@@ -68,8 +68,8 @@ def lemma_analyzer(stemmed: bool):
                 out.append(fold(m.group()))
             for p in parts:
                 if fold(p) not in stop:
-                    word = fold(simplemma.lemmatize(p, lang=lang))
-                    out.append(_stem(word, lang) if stemmed else word)
+                    lemma = simplemma.lemmatize(p, lang=lang)
+                    out.extend(term_tokens(lemma, lang) if stemmed else [fold(lemma)])
         return out
     return analyze_lemmas
 

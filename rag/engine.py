@@ -374,7 +374,8 @@ class Engine:
             if self.calibration is None or self.calibration.fingerprint != fingerprint:
                 try:
                     # The first calibration of a process embeds the 800 questions (seconds): that stands aside too.
-                    self._calibration_vectors(interrupt), self._calibration_side_vectors(interrupt)
+                    self._calibration_vectors(interrupt)
+                    self._calibration_side_vectors(interrupt)
                     search = self.calibration_search()
                     if interrupt is not None:
                         search = _interruptible(search, interrupt)
@@ -629,12 +630,16 @@ class _Interrupted(Exception):
     """A calibration stopped by its `interrupt` (a person's file came to be indexed)."""
 
 
+def _stop_if(interrupt: Callable[[], bool] | None) -> None:
+    if interrupt is not None and interrupt():
+        raise _Interrupted()
+
+
 def _interruptible(search: Callable[[str, np.ndarray], SearchResult],
                    interrupt: Callable[[], bool]) -> Callable[[str, np.ndarray], SearchResult]:
     """`search`, stopping the calibration (raising `_Interrupted`) before any question once `interrupt()` is True."""
     def searched(question: str, vector: np.ndarray) -> SearchResult:
-        if interrupt():
-            raise _Interrupted()
+        _stop_if(interrupt)
         return search(question, vector)
     return searched
 
@@ -645,7 +650,6 @@ def _embed_interruptibly(embed_batch: Callable[[list[str]], np.ndarray], texts: 
     Sliced with or without `interrupt`, so that the vectors do not depend on which path computed them first."""
     parts = []
     for at in range(0, len(texts), size):
-        if interrupt is not None and interrupt():
-            raise _Interrupted()
+        _stop_if(interrupt)
         parts.append(embed_batch(texts[at:at + size]))
     return np.concatenate(parts) if parts else embed_batch(texts)

@@ -150,7 +150,12 @@ class IndexQueue:
         if not self._asked.is_set():
             return []
         self._asked.clear()
-        return sorted((i for i in self.items() if i.state == QUEUED and not i.background), key=_order)[:BATCH_FILES]
+        return self._next(asked_only=True)
+
+    def _next(self, asked_only: bool = False) -> list[QueueItem]:
+        """The queued files the worker takes next, in its order (`_order`), at most `BATCH_FILES`."""
+        waiting = (i for i in self.items() if i.state == QUEUED and not (asked_only and i.background))
+        return sorted(waiting, key=_order)[:BATCH_FILES]
 
     def busy(self) -> bool:
         return not self._idle.is_set() or self.pending() > 0
@@ -257,7 +262,7 @@ class IndexQueue:
     def _run(self) -> None:
         while not self._stop.is_set():
             self._asked.clear()  # before reading the rows: a file queued after this is seen next time
-            batch = sorted((i for i in self.items() if i.state == QUEUED), key=_order)[:BATCH_FILES]
+            batch = self._next()
             if not batch:
                 if not self._idle.is_set() and self._after_idle is not None:
                     try:
