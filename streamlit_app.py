@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-import ui
-import ui_files
-
+from app import ui
+from app import ui_files
 st.set_page_config(page_title="Chat with your folder", page_icon="📁", layout="wide")
 ui_files.keep_upload_replies()
 ui.keep_page_state()
@@ -36,10 +35,10 @@ with st.sidebar:
     ui_files.resolve_conflicts(ws)
 
 page = st.navigation([
-    st.Page("app_pages/chat.py", title="Chat", icon=":material/chat:", default=True),
-    st.Page("app_pages/library.py", title="Library", icon=":material/folder_open:", url_path="library"),
-    st.Page("app_pages/calibration.py", title="Calibration", icon=":material/tune:", url_path="calibration"),
-    st.Page("app_pages/viewer.py", title="Viewer", icon=":material/article:", url_path="viewer"),
+    st.Page("app/pages/chat.py", title="Chat", icon=":material/chat:", default=True),
+    st.Page("app/pages/library.py", title="Library", icon=":material/folder_open:", url_path="library"),
+    st.Page("app/pages/calibration.py", title="Calibration", icon=":material/tune:", url_path="calibration"),
+    st.Page("app/pages/viewer.py", title="Viewer", icon=":material/article:", url_path="viewer"),
 ])
 page.run()
 

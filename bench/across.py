@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 import rag  # noqa: E402
 from lab.judge_data import split_of  # noqa: E402
 from lab.metrics import fmt_rate, rate  # noqa: E402
-from rag.gate import gate  # noqa: E402
-from rag.needles import contains  # noqa: E402
+from rag.deciding.gate import gate  # noqa: E402
+from rag.deciding.needles import contains  # noqa: E402
 from rag.settings import load_settings  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))

@@ -1,7 +1,7 @@
 """Extractive answer quality: does the answer quote the needle, and how much of it comes from the needle's passage?
 
 Issue 12, part 3: the extractive answer quoted sentences that do not answer (a passage at distance 0.58
-filled the answer's second and third places). `rag.answer.AnswerRule` keeps, besides the best sentence,
+filled the answer's second and third places). `rag.answering.answer.AnswerRule` keeps, besides the best sentence,
 only those close to its similarity that hold enough of the question's content words, and about as many of
 them as the best one does (or a word the chosen ones lack). This measures it against the old rule (the best `answer_sentences`, whatever they say) in one pass: each answerable question
 is asked once at default settings (`engine.ask`, calibrated threshold and support test), the generator's
@@ -11,7 +11,7 @@ For the questions the engine answers (refusals are skipped and counted):
 
 - (a) needle quoted: some chosen sentence overlaps the needle: `contains(sentence, needle)` (the whole
   needle inside the sentence) or `contains(needle, sentence)` (the sentence inside the needle: a needle
-  the splitter cut in two), white space normalised (`rag.needles.contains`);
+  the splitter cut in two), white space normalised (`rag.deciding.needles.contains`);
 - (b) from the needle's passage: the share of all answer sentences whose citation's quote (a kept chunk's
   content) contains the whole needle.
 
@@ -38,9 +38,9 @@ sys.path.insert(0, str(ROOT))
 
 import rag  # noqa: E402
 from rag import load_settings  # noqa: E402
-from rag.answer import ANSWER_RULE, EVERY_SENTENCE, AnswerRule, ChosenSentence, ExtractiveGenerator  # noqa: E402
+from rag.answering.answer import ANSWER_RULE, EVERY_SENTENCE, AnswerRule, ChosenSentence, ExtractiveGenerator  # noqa: E402
 from lab.metrics import fmt_rate, rate, sign_test  # noqa: E402
-from rag.needles import contains, load_questions  # noqa: E402
+from rag.deciding.needles import contains, load_questions  # noqa: E402
 
 from bench.refusals import half  # noqa: E402
 
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(ROOT / "bench" / "out"))
     p.add_argument("--tolerance", type=float, default=0.0, help="how much (a) the chosen rule may lose on dev")
     p.add_argument("--json", help="write the grid and the table here")
-    p.add_argument("--shipped", action="store_true", help="the table's 'new' is rag/answer.py's rule, not the grid's")
+    p.add_argument("--shipped", action="store_true", help="the table's 'new' is rag/answering/answer.py's rule, not the grid's")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
           + "; ".join(f"{k} {a}/{n}" for k, (a, n) in counts.items()) + f"  ({time.perf_counter() - t0:.0f} s)")
     print(f"rule chosen on the SQuAD dev half (en+pt, {len(dev)} answered questions, {len(grid)} rules; largest "
           f"(b) with (a) at most {args.tolerance:.2f} below the old rule's): {chosen}")
-    print(f"rule in rag/answer.py: {ANSWER_RULE}"
+    print(f"rule in rag/answering/answer.py: {ANSWER_RULE}"
           + ("" if chosen == ANSWER_RULE else "  (DIFFERS from the one chosen here: the table uses the "
                                                  + ("shipped one, --shipped)" if args.shipped else "chosen one)")))
     if args.shipped:

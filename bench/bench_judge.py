@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 import rag  # noqa: E402
 from rag import load_settings  # noqa: E402
-from rag.judge import JUDGE_DIR, Judge, passage_text, rerank  # noqa: E402
+from rag.deciding.judge import JUDGE_DIR, Judge, passage_text, rerank  # noqa: E402
 
 
 def pct(xs, q):

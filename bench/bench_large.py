@@ -22,7 +22,7 @@ beside the docs' table (docs/benchmarks.md "Large folders").
 
 With `--server` the index is written to a real `chroma run` server on loopback (its store kept in
 bench/out/large-server-N/db, never in the repository), and the measuring process searches with
-`search_reads = "store"` (rag.served): the server's HNSW proposes, texts are read for the candidates. Printed
+`search_reads = "store"` (rag.indexing.served): the server's HNSW proposes, texts are read for the candidates. Printed
 as well: the server's own resident set, and recall@20 of each side against an exact scan of every vector
 (read from the server after the timings).
 
@@ -89,7 +89,7 @@ def stand_ins():
     import dataclasses
 
     import rag
-    from rag.multilingual import MultilingualEmbedder
+    from rag.indexing.multilingual import MultilingualEmbedder
 
     real = rag.load_embedder()
     embedder = dataclasses.replace(real, name="bench-hash-384", _model=HashModel(384, real._model.tokenizer))
@@ -102,7 +102,7 @@ def models(corpus: str):
     if corpus != "real":
         return stand_ins()
     import rag
-    from rag.multilingual import load_multilingual
+    from rag.indexing.multilingual import load_multilingual
 
     return rag.load_embedder(), load_multilingual()
 
@@ -278,7 +278,7 @@ def breakdown(engine) -> dict[str, float]:
     """Bytes (MB) of what the snapshot and the indexer hold, counted object by object."""
     snap, mb = engine.snapshot, 1 / 2**20
     chunks = snap.chunks
-    if hasattr(chunks, "fetch"):  # search reads the store (rag.served): what the process holds instead
+    if hasattr(chunks, "fetch"):  # search reads the store (rag.indexing.served): what the process holds instead
         held = [h for h in engine.indexer._chunks_by_doc.values()]
         return {"passages": len(chunks),
                 "ids, documents, languages (rows)": sum(_size(x) for x in (chunks.ids, chunks.doc_ids, chunks.langs)) * mb
@@ -347,8 +347,8 @@ def measure(size: int, queries: int, corpus: str = "small", server: bool = False
             side: bool = True, pool: int = 0) -> dict:
     if server:
         db = root_of(size, corpus, True) / "db"
-        if ef:  # written to both collections, then a fresh server loads them with it (rag.store.ChunkStore)
-            from rag.store import ChunkStore
+        if ef:  # written to both collections, then a fresh server loads them with it (rag.indexing.store.ChunkStore)
+            from rag.indexing.store import ChunkStore
 
             with Server(db) as srv:
                 settings = settings_for(root_of(size, corpus, True), srv, hnsw_ef_search=ef)
@@ -363,7 +363,7 @@ def _measure(size: int, queries: int, corpus: str, server: "Server | None", ef: 
              with_side: bool = True, pool: int = 0) -> dict:
     import rag
     from rag import Engine, gate
-    from rag.multilingual import load_multilingual
+    from rag.indexing.multilingual import load_multilingual
 
     steps = {"start": rss_mb()}
     real = rag.load_embedder()
@@ -381,7 +381,7 @@ def _measure(size: int, queries: int, corpus: str, server: "Server | None", ef: 
     steps["index opened (snapshot built)"] = rss_mb()
     t = time.perf_counter()
     if getattr(engine.indexer, "graphs", None) is not None:  # (an older tree, measured for comparison, has none)
-        engine.indexer.graphs.wait()  # the graphs build in the background (rag.vectors); searches scan meanwhile
+        engine.indexer.graphs.wait()  # the graphs build in the background (rag.indexing.vectors); searches scan meanwhile
     graph_s = time.perf_counter() - t
     steps["graphs built"] = rss_mb()
     parts = breakdown(engine)
@@ -435,7 +435,7 @@ def as_scanned(got: dict[str, list[str]], exact: dict[str, list[str]]) -> dict[s
 
 def graph_recall(engine, qs: list[str], n: int = 20) -> dict[str, float]:
     """Each side's top-n through its graph against an exact scan of the same matrix (1.0 where no graph)."""
-    from rag.search import dense_top
+    from rag.searching.search import dense_top
 
     snap, out = engine.snapshot, {}
     if not hasattr(snap, "graph_for"):
@@ -458,7 +458,7 @@ def graph_recall(engine, qs: list[str], n: int = 20) -> dict[str, float]:
 def store_recall(engine, qs: list[str], n: int = 20) -> dict[str, float]:
     """Each side's top-n from the server's index against an exact scan of all its vectors (read from the
     server here, after the timings: the app never reads them all)."""
-    from rag.search import dense_top
+    from rag.searching.search import dense_top
 
     snap, out = engine.snapshot, {}
     for side, model, store in (("dense", engine.embedder, engine.indexer.store),

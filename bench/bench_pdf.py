@@ -1,8 +1,8 @@
 """What reading a PDF costs per page, now and at an earlier commit, measured in one run.
 
 Writes a PDF with pymupdf (`--pages` pages, each a title line, an abstract across the page, two columns of
-wrapped prose with ligatures, a running header and a page number), then times `rag.extract.extract_bytes`
-(what indexing does per file) and `rag.viewer.pdf_layout` (what the viewer does to mark a passage) with this
+wrapped prose with ligatures, a running header and a page number), then times `rag.reading.extract.extract_bytes`
+(what indexing does per file) and `rag.reading.viewer.pdf_layout` (what the viewer does to mark a passage) with this
 working tree's code and with `--ref`'s (checked out by `git archive` into a temporary folder), alternating
 the two `--rounds` times so the machine's noise falls on both. Reports the median ms per page of each, and
 the ratio.
@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TIMER = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from rag.extract import extract_bytes
-from rag.viewer import pdf_layout
+from rag.reading.extract import extract_bytes
+from rag.reading.viewer import pdf_layout
 data = open(sys.argv[2], "rb").read()
 t0 = time.perf_counter(); doc = extract_bytes(data, "bench.pdf", max_pages=100000); t1 = time.perf_counter()
 pdf_layout(data); t2 = time.perf_counter()

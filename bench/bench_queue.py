@@ -438,9 +438,9 @@ def bare_encode(folder: Path, rels: list[str], batch: int = 256) -> dict:
     sys.path.insert(0, str(ROOT))
     t = time.perf_counter()
     import rag
-    from rag.chunk import chunk_document, strategy
+    from rag.indexing.chunk import chunk_document, strategy
     from rag.engine import doc_id_for
-    from rag.extract import extract
+    from rag.reading.extract import extract
 
     embedder = rag.load_embedder()
     load_s = time.perf_counter() - t

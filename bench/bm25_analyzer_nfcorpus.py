@@ -1,6 +1,6 @@
 """BM25 analyzer experiments on NFCorpus (dev split by default): which tokenisation choices help.
 
-BM25 only (no vectors needed). Variants patch `rag.lexical.analyze` for the run:
+BM25 only (no vectors needed). Variants patch `rag.text.lexical.analyze` for the run:
 - current: fold accents, keep joined codes whole and in parts, stopwords, Snowball stemming;
 - no-joined: parts only (`omega-3` -> `omega`, `3`), no `omega-3` token;
 - no-stop: no stopword removal; no-stem: no stemming;
@@ -20,8 +20,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import rag.lexical as lx  # noqa: E402
-from rag.chunk import strategy  # noqa: E402
+import rag.text.lexical as lx  # noqa: E402
+from rag.indexing.chunk import strategy  # noqa: E402
 from lab.beir import beir_chunks, load_beir  # noqa: E402
 from lab.metrics import ndcg_at, recall_at  # noqa: E402
 

@@ -35,10 +35,11 @@ from judge_eval import SQUAD, article_of_ids  # noqa: E402
 from lab import heldout  # noqa: E402
 from lab.judge_data import split_of  # noqa: E402
 from rag import load_settings  # noqa: E402
-from rag.chunk import chunk_document, strategy  # noqa: E402
-from rag.extract import extract_bytes  # noqa: E402
-from rag.lexical import TOKEN, WORD_PART, LexicalIndex, analyze, detect_language, fold, stop_words, term_tokens  # noqa: E402
-from rag.needles import contains  # noqa: E402
+from rag.indexing.chunk import chunk_document, strategy  # noqa: E402
+from rag.reading.extract import extract_bytes  # noqa: E402
+from rag.text.lexical import TOKEN, WORD_PART, analyze, detect_language, fold, stop_words, term_tokens  # noqa: E402
+from rag.indexing.bm25 import LexicalIndex
+from rag.deciding.needles import contains  # noqa: E402
 
 GRID = [(k1, b) for k1 in (0.9, 1.2, 1.5, 2.0) for b in (0.5, 0.75, 0.9)]
 

@@ -11,12 +11,12 @@ Steps, each a subcommand:
   this change (RRF, k = 60, BM25 x1.3 on a folder the model does not read) is recorded alongside.
 - `choose`: score fusion rules on DEVELOPMENT data only: the SQuAD questions whose id hashes to `dev`
   (the same halves as bench/refusals.py), the sample set, and NFCorpus's dev split (needs the vector
-  cache bench/beir_nfcorpus.py writes). Every rule goes through `rag.fusion.fused_order`, the function the
+  cache bench/beir_nfcorpus.py writes). Every rule goes through `rag.searching.fusion.fused_order`, the function the
   app's search ranks with.
 - `lexical`: the BM25 side alone on the same development questions, with each analyzer step switched
   off in turn (stopwords, stemming, accent folding, whole-code tokens, numbers) and other BM25 variants.
 - `nfcorpus`: fusion rules on NFCorpus's dev split through `lab.beir.run_beir` (the app's search);
-  `--rules feedback`: the feedback settings instead (passages, and rag.search's FEEDBACK_* one at a time);
+  `--rules feedback`: the feedback settings instead (passages, and rag.searching.search's FEEDBACK_* one at a time);
   `--split test`: the app before and after on the test split, with a paired sign test.
 - `report`: the chosen defaults through `Engine.search` itself on the held-out SQuAD half (and the
   sample set, which has no held-out half), with Wilson intervals and paired sign tests, before vs after;
@@ -41,10 +41,12 @@ sys.path.insert(0, str(ROOT))  # the lab beside rag/, wherever the script is run
 import rag  # noqa: E402
 from lab.beir import cached_vectors  # noqa: E402
 from lab.metrics import SignTest, rate, sign_test  # noqa: E402
-from rag.lexical import LexicalIndex, analyze, question_language  # noqa: E402
-from rag.needles import load_questions  # noqa: E402
-from rag.fusion import fused_order  # noqa: E402
-from rag.search import dense_top, hybrid_search  # noqa: E402
+from rag.text.lexical import analyze  # noqa: E402
+from rag.text.languages import question_language
+from rag.indexing.bm25 import LexicalIndex
+from rag.deciding.needles import load_questions  # noqa: E402
+from rag.searching.fusion import fused_order  # noqa: E402
+from rag.searching.search import dense_top, hybrid_search  # noqa: E402
 from rag.settings import load_settings  # noqa: E402
 
 SQUAD = ROOT.parent / "shared" / "eval" / "squad2"
@@ -148,7 +150,7 @@ FOLDER_LANGUAGES = {"squad-en": ("en",), "squad-pt": ("pt",), "sample": ("en", "
 
 
 def reads(rec: dict, model_languages=("en",), folder_condition: bool = True) -> bool:
-    """Whether the question gets the usual weights, as `rag.fusion.question_weights` decides: not when
+    """Whether the question gets the usual weights, as `rag.searching.fusion.question_weights` decides: not when
     the model does not read the question's language (unclear: the folder's main language) and the folder
     holds text in it. `folder_condition=False`: the simpler rule that ignores the folder's languages."""
     held = FOLDER_LANGUAGES[rec["folder"]]
@@ -231,10 +233,10 @@ def choose(out: Path) -> None:
 
 def _variant_analyzer(stop: bool = True, stem: bool = True, fold_accents: bool = True, codes: bool = True,
                       numbers: bool = True):
-    """The app's analyzer (rag.lexical.analyze) with one step switched off."""
+    """The app's analyzer (rag.text.lexical.analyze) with one step switched off."""
     import unicodedata
 
-    from rag.lexical import TOKEN, WORD_PART, _stem, fold, stop_words
+    from rag.text.lexical import TOKEN, WORD_PART, _stem, fold, stop_words
 
     def analyze_v(text: str, lang: str) -> list[str]:
         lang = lang if lang in ("en", "pt") else "en"
@@ -255,7 +257,7 @@ def _variant_analyzer(stop: bool = True, stem: bool = True, fold_accents: bool =
 
 
 def _stemmer_raw(word: str, lang: str) -> str:
-    from rag.lexical import _stemmer
+    from rag.text.lexical import _stemmer
 
     return _stemmer(lang).stemWord(word)
 
@@ -305,7 +307,7 @@ def nfcorpus(out: Path, split: str = "dev", rule_set: str = "fusion") -> None:
     corpus); `rule_set` "feedback": the feedback settings instead of the fusion rules. Needs the vector
     cache bench/beir_nfcorpus.py writes."""
     from lab.beir import beir_chunks, load_beir, run_beir
-    from rag.chunk import strategy
+    from rag.indexing.chunk import strategy
 
     embedder = rag.load_embedder()
     base = load_settings(config=out / "none.toml", env={})
@@ -316,7 +318,7 @@ def nfcorpus(out: Path, split: str = "dev", rule_set: str = "fusion") -> None:
              ("zscore 0.6, no feedback", dict(feedback=0))]
     if split == "test":  # the held-out split: only the app before and after, compared per query
         rules.append(("shipped defaults (after)", {}))
-    elif rule_set == "feedback":  # feedback passages, and the rag.search.FEEDBACK_* constants one at a time
+    elif rule_set == "feedback":  # feedback passages, and the rag.searching.search.FEEDBACK_* constants one at a time
         rules += [(f"feedback {k}", dict(feedback=k)) for k in (3, 5, 10)]
         rules += [(f"feedback 5, {name} {v}", dict(feedback=5, **{const: v})) for name, const, vs in (
             ("words", "FEEDBACK_TERMS", (0, 5, 20)), ("own share", "FEEDBACK_OWN", (0.3, 0.7, 1.0)),
@@ -327,11 +329,11 @@ def nfcorpus(out: Path, split: str = "dev", rule_set: str = "fusion") -> None:
         rules += [(f"{m} dense={a}", dict(fusion=m, dense_weight=a, bm25_weight=round(1 - a, 2), feedback=0))
                   for m in ("zscore", "minmax") for a in (0.4, 0.5, 0.6, 0.7)]
     rows, per_query = [], {}
-    shipped = {c: getattr(rag.search, c) for c in ("FEEDBACK_TERMS", "FEEDBACK_OWN", "FEEDBACK_DENSE")}
+    shipped = {c: getattr(rag.searching.search, c) for c in ("FEEDBACK_TERMS", "FEEDBACK_OWN", "FEEDBACK_DENSE")}
     for name, kw in rules:
         kw = dict(kw)
         for c in shipped:  # a constant under test, or the shipped value
-            setattr(rag.search, c, kw.pop(c, shipped[c]))
+            setattr(rag.searching.search, c, kw.pop(c, shipped[c]))
         run = run_beir(NFCORPUS, embedder, base.replace(**kw), split=split, cache=out, data=data, lexical=lex)
         m, t = run.metrics["hybrid"], run.tests
         print(f"  {name:<24} nDCG@10 {m['ndcg@10']:.4f}  R@100 {m['recall@100']:.4f}  vs dense "
@@ -343,7 +345,7 @@ def nfcorpus(out: Path, split: str = "dev", rule_set: str = "fusion") -> None:
         print(f"  after vs before, per-query nDCG@10: {sign_test(after, before)}")
         print(f"  after vs the same without feedback: {sign_test(after, per_query['zscore 0.6, no feedback'])}")
     for c, v in shipped.items():
-        setattr(rag.search, c, v)
+        setattr(rag.searching.search, c, v)
     suffix = "-feedback" if rule_set == "feedback" and split != "test" else ""
     (out / f"fusion-nfcorpus-{split}{suffix}.json").write_text(json.dumps(rows, indent=1))
 

@@ -14,7 +14,7 @@ Two steps, each a subcommand:
   passage's stored vector and the question's missing words embedded as one phrase. Written to
   OUT/frontier-<folder>.pkl.
 - `simulate`: for each rule, calibrate every folder again with it (the app's arithmetic,
-  `rag.calibration.choose_threshold`: 5% budget per kind of unrelated question, the folder's own topics left
+  `rag.deciding.calibration.choose_threshold`: 5% budget per kind of unrelated question, the folder's own topics left
   out, the close distance from the unrelated questions' nearest) and gate every question: right passages
   kept (of those hybrid search ranks in its top 4) and should-refuse questions answered. Development: the
   sample set's dev half, held-out set 1, SQuAD's dev halves; test: the sample set's test half, held-out set
@@ -41,7 +41,7 @@ of the support test (`wh-type`). Every rule applies the shipped name rules (a na
 mentions, or a passage lacking one it uses, fails). `--only PREFIX` simulates the rules whose name starts
 with it. Results: docs/benchmarks.md, "The frontier".
 
-What it does not do: change the app. The code rule (rag.gate) is not simulated: no question here names a
+What it does not do: change the app. The code rule (rag.deciding.gate) is not simulated: no question here names a
 code except the sample's few error codes.
 
     .venv/bin/python bench/gate_frontier.py dump [--out bench/out] [--squad ../shared/eval/squad2]
@@ -66,12 +66,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import rag  # noqa: E402
 from rag import load_settings  # noqa: E402
-from rag.calibration import KINDS, _just_under, choose_threshold, question_kinds, unrelated_questions  # noqa: E402
-from rag.chunk import sentences  # noqa: E402
-from rag.lexical import TOKEN, fold, stop_words, term_tokens  # noqa: E402
-from rag.needles import contains, load_questions  # noqa: E402
-from rag.search import hybrid_search  # noqa: E402
-from rag.terms import QUESTION_FILLER  # noqa: E402
+from rag.deciding.calibration import KINDS, _just_under, choose_threshold, question_kinds, unrelated_questions  # noqa: E402
+from rag.indexing.chunk import sentences  # noqa: E402
+from rag.text.lexical import TOKEN, fold, stop_words, term_tokens  # noqa: E402
+from rag.deciding.needles import contains, load_questions  # noqa: E402
+from rag.searching.search import hybrid_search  # noqa: E402
+from rag.searching.terms import QUESTION_FILLER  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from refusals import half  # noqa: E402
@@ -306,7 +306,7 @@ def _rule(name: str, min_support: float, close_support: float, **kw):
         if name == "refuse-names" and row["names"]:
             return False  # a question naming what the folder never mentions is refused outright
         if row.get("absent") or row.get("lacks"):
-            return False  # the shipped name rules (rag.gate; dumps before them lack the fields)
+            return False  # the shipped name rules (rag.deciding.gate; dumps before them lack the fields)
         if name == "ramp" and not denied:
             # The share needed grows with the distance, from close_support at the close distance to min_support
             # at the unrelated questions' nearest distances' `upper` percentile (`closes` carries it).
@@ -316,7 +316,7 @@ def _rule(name: str, min_support: float, close_support: float, **kw):
             need = start + (min_support - start) * share
         if name == "rise" and distance(row) > closes[2]:
             # Session 14 (shipped since): past the unrelated questions' nearest distances' `upper` percentile
-            # the share needed rises, reaching every word at the ceiling (rag.gate.SupportRule.rise_from).
+            # the share needed rises, reaching every word at the ceiling (rag.deciding.rule.SupportRule.rise_from).
             share = min(1.0, (distance(row) - closes[2]) / max(CEILING - closes[2], 1e-9))
             need = min_support + (1.0 - min_support) * share
         ok = row["support"] + 1e-9 >= (min_support if name == "resid-only" else need)

@@ -1,7 +1,7 @@
-"""How well a graph (rag.vectors) finds the exact top 20 for five kinds of question, on an index
+"""How well a graph (rag.indexing.vectors) finds the exact top 20 for five kinds of question, on an index
 bench/bench_large.py built: the calibration's unrelated questions (every tenth; the calibration now scans
 them exactly), NFCorpus's queries (questions on the folder's subject, for `--corpus real`), passages of the
-folder asked as questions, the folder's own sentences (`rag.calibration.folder_sentences`), and their first
+folder asked as questions, the folder's own sentences (`rag.deciding.calibration.folder_sentences`), and their first
 eight words (what a new graph is checked with, rag.engine). Per breadth: recall@20 of the exact scan, the
 share found within the exact 20th distance (near ties), the largest gap between the 20th distance found and
 the exact one, and ms a search.
@@ -28,10 +28,10 @@ sys.path.insert(0, str(ROOT))
 
 import rag  # noqa: E402
 from rag import load_settings  # noqa: E402
-from rag.calibration import LANGUAGES, folder_sentences, unrelated_questions  # noqa: E402
-from rag.store import ChunkStore  # noqa: E402
-from rag.multilingual import load_multilingual  # noqa: E402
-from rag.vectors import GRAPH_BREADTHS, GRAPH_PROBE_WORDS, GRAPH_PROBES, Graph, proposals  # noqa: E402
+from rag.deciding.calibration import LANGUAGES, folder_sentences, unrelated_questions  # noqa: E402
+from rag.indexing.store import ChunkStore  # noqa: E402
+from rag.indexing.multilingual import load_multilingual  # noqa: E402
+from rag.indexing.vectors import GRAPH_BREADTHS, GRAPH_PROBE_WORDS, GRAPH_PROBES, Graph, proposals  # noqa: E402
 
 from bench_large import NFCORPUS, nfcorpus_queries  # noqa: E402  (bench/ is the script's own folder)
 

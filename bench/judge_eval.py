@@ -47,9 +47,9 @@ sys.path.insert(0, str(ROOT))
 
 import rag  # noqa: E402
 from rag import load_settings  # noqa: E402
-from rag.gate import gate  # noqa: E402
-from rag.judge import judged_order  # noqa: E402
-from rag.needles import contains  # noqa: E402
+from rag.deciding.gate import gate  # noqa: E402
+from rag.deciding.judge import judged_order  # noqa: E402
+from rag.deciding.needles import contains  # noqa: E402
 from lab.heldout import row_split  # noqa: E402
 from lab.judge_data import TRAIN_DIR, split_of  # noqa: E402
 from lab.metrics import fmt_rate, rate, sign_test  # noqa: E402

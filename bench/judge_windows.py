@@ -8,7 +8,7 @@ chunk of the same article, another article) for each reading, the word-pieces re
 
 Dev articles only (lab.judge_data.SPLITS): nothing here is chosen on test articles.
 
-    .venv/bin/python bench/judge_windows.py [--judge rag/judge_model] [--langs en,pt] [--windows 1,2] [--pairs 600]
+    .venv/bin/python bench/judge_windows.py [--judge rag/deciding/judge_model] [--langs en,pt] [--windows 1,2] [--pairs 600]
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 from lab.judge_data import pairs  # noqa: E402
 from lab.train_judge import auc  # noqa: E402
-from rag.chunk import sentences  # noqa: E402
-from rag.judge import JUDGE_DIR, Judge  # noqa: E402
+from rag.indexing.chunk import sentences  # noqa: E402
+from rag.deciding.judge import JUDGE_DIR, Judge  # noqa: E402
 
 KINDS = ("near-miss", "same-article", "far")
 

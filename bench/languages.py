@@ -1,4 +1,4 @@
-"""Which language the app takes each question to be in (`rag.languages.question_language`), on the SQuAD
+"""Which language the app takes each question to be in (`rag.text.languages.question_language`), on the SQuAD
 question sets: English, Portuguese and Spanish, each asked of a folder in its own language and of a folder
 in English and Portuguese (a question too short to tell falls back to the folder's languages), with the
 share of questions py3langid alone was sure of (probability ≥ `CLEAR`).
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from lab.metrics import fmt_rate, rate  # noqa: E402
-from rag.languages import CLEAR, question_language, ranked  # noqa: E402
+from rag.text.languages import CLEAR, question_language, ranked  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

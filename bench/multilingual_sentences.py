@@ -31,12 +31,12 @@ import rag  # noqa: E402
 from lab.metrics import sign_test  # noqa: E402
 from multilingual import N, fuse  # noqa: E402
 from rag import load_settings  # noqa: E402
-from rag.chunk import sentences  # noqa: E402
-from rag.fusion import question_weights  # noqa: E402
-from rag.languages import question_language  # noqa: E402
-from rag.multilingual import load_multilingual  # noqa: E402
-from rag.needles import contains  # noqa: E402
-from rag.search import dense_top  # noqa: E402
+from rag.indexing.chunk import sentences  # noqa: E402
+from rag.searching.fusion import question_weights  # noqa: E402
+from rag.text.languages import question_language  # noqa: E402
+from rag.indexing.multilingual import load_multilingual  # noqa: E402
+from rag.deciding.needles import contains  # noqa: E402
+from rag.searching.search import dense_top  # noqa: E402
 from weights import folders  # noqa: E402
 
 PARTS = {"choose": ("train", "dev"), "test": ("test",), "heldout": ("heldout",)}

@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT))
 
 import rag  # noqa: E402
 from lab import evaluate as ev  # noqa: E402
-from rag.needles import load_questions  # noqa: E402
+from rag.deciding.needles import load_questions  # noqa: E402
 from rag.settings import load_settings  # noqa: E402
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))  # the lab beside rag/, wherever the script is run
 import rag  # noqa: E402
 from rag import gate, load_settings  # noqa: E402
 from lab.metrics import fmt_rate, rate  # noqa: E402
-from rag.needles import contains, load_questions  # noqa: E402
+from rag.deciding.needles import contains, load_questions  # noqa: E402
 
 
 def half(qid: str) -> str:

@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import rag  # noqa: E402
-from rag.chunk import strategy  # noqa: E402
+from rag.indexing.chunk import strategy  # noqa: E402
 from lab.beir import beir_chunks, load_beir, run_beir  # noqa: E402
-from rag.lexical import LexicalIndex  # noqa: E402
+from rag.indexing.bm25 import LexicalIndex  # noqa: E402
 from rag.settings import load_settings  # noqa: E402
 
 NFCORPUS = Path("/work/shared/eval/nfcorpus")

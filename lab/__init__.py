@@ -6,5 +6,5 @@
 - `lab.judge_data`, `lab.train_judge`: the judge's data and its training.
 
 `rag eval` imports the lab only when it runs; nothing in `rag` imports it otherwise. The lab uses the
-product's own rules (`rag.needles.contains`, `rag.sweep`, `rag.search.hybrid_search`) rather than copies.
+product's own rules (`rag.deciding.needles.contains`, `rag.deciding.sweep`, `rag.searching.search.hybrid_search`) rather than copies.
 """

@@ -1,5 +1,5 @@
 """BEIR benchmarks through the app's own search: a BEIR folder (corpus, queries, graded judgments) becomes
-a snapshot as a folder of documents does, and every query goes through `rag.search.hybrid_search`. The
+a snapshot as a folder of documents does, and every query goes through `rag.searching.search.hybrid_search`. The
 lab beside the product: `rag eval beir` calls it.
 
 - `load_beir`: corpus.jsonl(.gz), queries.jsonl and qrels/<split>.tsv; only judged queries are kept.
@@ -26,13 +26,16 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from lab.metrics import SignTest, first_rank, ndcg_at, recall_at, reciprocal_rank, sign_test
-from rag.chunk import Chunk, Strategy, chunk_document, strategy as make_strategy
-from rag.extract import EXTRACTOR_VERSIONS, Extracted, Section
-from rag.lexical import LexicalIndex, question_language
-from rag.fusion import question_weights
-from rag.search import Snapshot, dense_top, hybrid_search
+from rag.indexing.chunk import Chunk, Strategy, chunk_document, strategy as make_strategy
+from rag.reading.extract import EXTRACTOR_VERSIONS
+from rag.reading.document import Extracted, Section
+from rag.text.languages import question_language
+from rag.indexing.bm25 import LexicalIndex
+from rag.searching.fusion import question_weights
+from rag.searching.search import dense_top, hybrid_search
+from rag.indexing.snapshot import Snapshot
 from rag.settings import Settings
-from rag.store import StoredChunk, chunk_metadata
+from rag.indexing.store import StoredChunk, chunk_metadata
 
 MODES = ("dense", "bm25", "hybrid")
 

@@ -1,14 +1,14 @@
 """Evaluation: measure retrieval without generation (no LLM needed), on the sample folder and on the
 person's own folder, through the engine's own search. The lab beside the product: `rag eval` calls it.
 
-- Needle sets (`bench/sample_needles.jsonl`, in the format of `rag.needles`): a retrieval is correct when
-  a ranked chunk's content contains the whole needle (`rag.needles.contains`, the product's own rule).
+- Needle sets (`bench/sample_needles.jsonl`, in the format of `rag.deciding.needles`): a retrieval is correct when
+  a ranked chunk's content contains the whole needle (`rag.deciding.needles.contains`, the product's own rule).
 - `evaluate_needles`: Recall@1/4/8/20, MRR and destroyed answers for chunk strategies A–F and dense /
   BM25 / hybrid retrieval, each strategy indexed into its own temporary index (never the person's).
-- `sweep_table`: the product's threshold sweep (`rag.sweep`) as a table, rates with Wilson intervals.
+- `sweep_table`: the product's threshold sweep (`rag.deciding.sweep`) as a table, rates with Wilson intervals.
 
 Elsewhere: the statistics in `lab.metrics`, BEIR benchmarks in `lab.beir`, the chat's "why wasn't it
-found?" in `rag.diagnosis`, the `rag eval` commands in `rag.cli`.
+found?" in `rag.deciding.diagnosis`, the `rag eval` commands in `rag.cli`.
 
 What it does not do: call a generator, or write to the index of the folder it measures.
 
@@ -28,10 +28,10 @@ from typing import Sequence
 import numpy as np
 
 from lab.metrics import SignTest, fmt_rate, rate, reciprocal_rank, sign_test
-from rag.needles import Question, contains
-from rag.search import dense_top
+from rag.deciding.needles import Question, contains
+from rag.searching.search import dense_top
 from rag.settings import Settings
-from rag.sweep import Sweep
+from rag.deciding.sweep import Sweep
 
 KS = (1, 4, 8, 20)
 STRATEGIES = ("A", "B", "C", "D", "E", "F")

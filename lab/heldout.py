@@ -26,7 +26,7 @@ import random
 from pathlib import Path
 
 from lab.judge_data import TRAIN_DIR, _answer_at, load_articles, split_of
-from rag.chunk import sentences
+from rag.indexing.chunk import sentences
 
 ARTICLES = ("Yuan_dynasty", "Intergovernmental_Panel_on_Climate_Change", "Rhine", "Islamism", "Warsaw", "Force")
 LIMITS = {"answerable": 200, "near-miss": 100, "off-folder": 100}

@@ -2,7 +2,7 @@
 
 What it does: reads `../shared/train/squad2-dev-even-{en,pt,es}.json.gz` (SQuAD's JSON layout), writes
 each article as the folder would hold it (a `#` title, then its paragraphs), cuts it with the app's own
-chunker (`rag.chunk.chunk_document`, strategy E: the passages the judge will read at run time, header
+chunker (`rag.indexing.chunk.chunk_document`, strategy E: the passages the judge will read at run time, header
 included), and pairs questions with chunks:
 
 - an answerable question with the chunk holding its answer (label 1);
@@ -12,7 +12,7 @@ included), and pairs questions with chunks:
 - for half of them (`p_near`), an unanswerable question (SQuAD 2.0's `is_impossible`, written to look answerable from its paragraph)
   with the chunk of its paragraph that shares most of its words (label 0: the near miss).
 
-What it does not do: use any question the calibration asks (rag/questions/*.tsv are never read here), or
+What it does not do: use any question the calibration asks (rag/deciding/questions/*.tsv are never read here), or
 any article outside `SPLITS[split]`: the judge trains on `train`, its operating point is chosen on `dev`,
 and the project reports on `test` (bench/judge_eval.py, bench/refusals.py --split article).
 
@@ -29,8 +29,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag.chunk import chunk_document
-from rag.extract import extract_bytes
+from rag.indexing.chunk import chunk_document
+from rag.reading.extract import extract_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAIN_DIR = ROOT.parent / "shared" / "train"

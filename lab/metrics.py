@@ -6,7 +6,7 @@
   discordant pairs) for two configurations asked the same questions.
 
 What it does not do: search, index or read files (lab.evaluate and lab.beir run the measurements), or
-decide whether a passage holds an expected sentence (the product's own rule, `rag.needles.contains`).
+decide whether a passage holds an expected sentence (the product's own rule, `rag.deciding.needles.contains`).
 
 >>> round(ndcg_at(["a", "b", "c"], {"b": 2, "c": 1}, k=3), 4)
 0.6697

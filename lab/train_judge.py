@@ -4,7 +4,7 @@ together, one logit: does this passage answer this question?).
 A model, a dataset, a loss, an evaluator, nothing else:
 
 - model: the installed all-MiniLM-L6-v2 encoder reading "[CLS] question [SEP] passage [SEP]" in one pass,
-  scored by the cosine of the two segments' mean token vectors, scaled and shifted (`rag.judge.pair_model`);
+  scored by the cosine of the two segments' mean token vectors, scaled and shifted (`rag.deciding.judge.pair_model`);
 - dataset: `lab.judge_data.pairs("train")`, SQuAD 2.0 articles of the train split in English, Portuguese
   and Spanish (answers, same-article passages, other articles' passages, near misses; with `--removed-share`
   also near misses made from answers, the chunk less the answer's sentence);
@@ -15,13 +15,13 @@ A model, a dataset, a loss, an evaluator, nothing else:
 
 Runs on CPU (fp32, batches of similar length); a GPU is used when there is one (bf16 there). Fixed seeds.
 Writes the model in fp16 safetensors with its tokenizer and a model card (data, recipe, figures) to
-`--out` (the shipped judge lives in rag/judge_model/).
+`--out` (the shipped judge lives in rag/deciding/judge_model/).
 
-    .venv/bin/python lab/train_judge.py [--out rag/judge_model] [--epochs 1] [--max-pairs N] [--max-length 192]
+    .venv/bin/python lab/train_judge.py [--out rag/deciding/judge_model] [--epochs 1] [--max-pairs N] [--max-length 192]
                                         [--lr 5e-5] [--head-lr 1e-2] [--batch 16] [--langs en,pt,es] [--minutes M]
-                                        [--init rag/judge_model] [--near-share 1.0] [--span-weight 1]
+                                        [--init rag/deciding/judge_model] [--near-share 1.0] [--span-weight 1]
                                         [--removed-share 0.5]
-    .venv/bin/python lab/train_judge.py --evaluate rag/judge_model   (every dev pair's AUCs, no training)
+    .venv/bin/python lab/train_judge.py --evaluate rag/deciding/judge_model   (every dev pair's AUCs, no training)
 
 A second stage starts from a judge already trained (`--init`) instead of the embedder: the easy contrasts
 (another article, another chunk) are learned first, then every near miss (`--near-share 1`), which the
@@ -51,7 +51,7 @@ import torch  # noqa: E402
 from transformers import AutoModel, AutoTokenizer  # noqa: E402
 
 from lab.judge_data import Pair, articles_of, pairs  # noqa: E402
-from rag.judge import load_pair_model, pair_model, save_pair_model, span_answerability  # noqa: E402
+from rag.deciding.judge import load_pair_model, pair_model, save_pair_model, span_answerability  # noqa: E402
 
 
 def auc(pos: list[float], neg: list[float]) -> float:

@@ -10,15 +10,21 @@ The engine behind the app and the CLI. No Streamlit here. The front door:
     for c in turn.gated.citations:
         print(c.n, c.doc_name, c.locator, c.link, f"{c.distance:.3f}")
 
-Stages, one module each: extract (PDFs: `pdf`) -> chunk -> embed -> store (Chroma) + lexical (BM25; the
-question's words: `terms`) -> search (`fusion` ranks both sides) -> gate (words for its verdicts: `explain`;
-`citations`) -> answer (generation; the LLM's prompt: `prompt`; `citations` checks an answer's [n],
-`followup` handles follow-up questions). `library` keeps one record per document; `indexer` is the one writer of the store
-and the library (`uploads` puts files into the folder); `engine` answers and is the front door.
+A file and a question each pass through the stages in order, one package each; a module imports its own
+stage or a lower one, never a higher one (tests/unit/test_layout.py counts it):
+
+    rag.settings     the settings a person sets and the constants the project tuned (imports nothing of rag)
+    rag.text         text analysis: languages, word lists, the BM25 analyzer
+    rag.reading      a file into canonical text, sections and places (a reader per format; the viewer)
+    rag.indexing     canonical text into passages, vectors and BM25, stored, stamped and published
+    rag.searching    a question into ranked candidates (both sides, fusion, follow-ups, the question's words)
+    rag.deciding     candidates into a verdict (the gate, its rule, the judge, calibration) and its words (explain)
+    rag.answering    a verdict into an answer citing [n] (extractive, or a local model server)
+    rag.engine       the front door: one object the app and the CLI hold; rag.cli, the command line
 
 Measuring is not here: the lab (`lab/`, beside this package: needle runs, BEIR, statistics) measures the
-engine, and `rag eval` imports it only when it runs. What the app itself shows of measuring stays here:
-the calibration page's questions (`needles`) and threshold sweep (`sweep`).
+engine, and `rag eval` imports it only when it runs. What the app itself shows of measuring stays in the
+deciding stage: the calibration page's questions (`needles`) and threshold sweep (`sweep`).
 """
 
 import os as _os
@@ -40,21 +46,22 @@ _ENVIRONMENT = {
 for _k, _v in _ENVIRONMENT.items():
     _os.environ.setdefault(_k, _v)
 
-from rag.answer import Answer, make_generator  # noqa: E402
-from rag.chunk import unwrap  # noqa: E402
-from rag.citations import Citation  # noqa: E402
-from rag.embed import Embedder, load_embedder  # noqa: E402
+from rag.answering.answer import Answer, make_generator  # noqa: E402
+from rag.indexing.chunk import unwrap  # noqa: E402
+from rag.deciding.citations import Citation  # noqa: E402
+from rag.indexing.embed import Embedder, load_embedder  # noqa: E402
 from rag.engine import Engine  # noqa: E402
-from rag.explain import Markup, ceiled, evidence_rule, explain, floored  # noqa: E402
-from rag.gate import (ACROSS, CAPPED, DISTANCE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, SUPPORT,  # noqa: E402
-                      UNSUPPORTED, Gated, SupportRule, gate)
-from rag.search import Candidate, SearchResult  # noqa: E402
+from rag.deciding.explain import Markup, ceiled, evidence_rule, explain, floored  # noqa: E402
+from rag.deciding.gate import Gated, gate  # noqa: E402
+from rag.deciding.rule import (ACROSS, CAPPED, DISTANCE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER,  # noqa: E402
+                               SUPPORT, UNSUPPORTED, SupportRule)
+from rag.searching.search import Candidate, SearchResult  # noqa: E402
 from rag.settings import Settings, load_settings  # noqa: E402
-from rag.uploads import UploadConflict, UploadError  # noqa: E402
-from rag.viewer import Located, ViewerError  # noqa: E402
+from rag.indexing.uploads import UploadConflict, UploadError  # noqa: E402
+from rag.reading.viewer import Located, ViewerError  # noqa: E402
 
 # What the app and a script need: the engine and its settings, the gate's verdicts and their words, and the
-# types an answer is made of. Everything else is imported from its module (`from rag.fusion import rrf`).
+# types an answer is made of. Everything else is imported from its module (`from rag.searching.fusion import rrf`).
 __all__ = [
     "Engine", "Settings", "load_settings", "Embedder", "load_embedder", "make_generator",
     "gate", "Gated", "SupportRule", "ACROSS", "CAPPED", "DISTANCE", "EMPTY", "JUDGE", "JUDGED_OUT", "KEPT", "OFF_SUBJECT",

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rag.engine import Engine, Turn
-from rag.explain import ceiled, evidence_rule, explain, names_note, percent
+from rag.deciding.explain import ceiled, evidence_rule, explain, names_note, percent
 from rag.settings import Settings, load_settings
 
 
@@ -52,7 +52,7 @@ def _bar(done: int, total: int, name: str) -> None:
 def cmd_index(args: argparse.Namespace) -> int:
     settings = load_settings(args.config, folder=args.folder_pos or args.folder, index_dir=args.index_dir)
     if args.rebuild and settings.index_path.exists() and not settings.chroma_host:
-        from rag.library import HELD_DIR, INDEX_MARKER, is_index_dir
+        from rag.indexing.library import HELD_DIR, INDEX_MARKER, is_index_dir
 
         if not is_index_dir(settings.index_path):  # never delete a folder that is not an index made here
             print(f"rag: refusing to rebuild: {settings.index_path} does not look like an index made by rag (no "
@@ -273,14 +273,20 @@ def add_eval_parser(sub) -> None:
 def _lab(name: str):
     """The lab's module `lab.<name>`; without the lab, a ValueError that `main` prints as one line (exit 2)."""
     import importlib
+    import sys
 
+    # The lab is not in the wheel: in a checkout it sits beside rag/, and the console script does not put the
+    # checkout on the path.
+    checkout = str(Path(__file__).resolve().parent.parent)
+    if (Path(checkout) / "lab" / "__init__.py").is_file() and checkout not in sys.path:
+        sys.path.append(checkout)
     try:
         return importlib.import_module(f"lab.{name}")
     except ModuleNotFoundError as exc:
         if exc.name not in ("lab", f"lab.{name}"):
             raise  # the lab is there but something it needs is not: the full error says what
         raise ValueError("`rag eval` needs the project's lab (the `lab` package beside `rag`), which this "
-                         "installation lacks: install the whole project, or run it from the project's folder") from None
+                         "installation lacks: run it from the project's checkout") from None
 
 
 def _settings(args) -> Settings:
@@ -299,8 +305,8 @@ def _pairs(specs: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def cmd_eval_needles(args) -> int:
-    from rag.embed import load_embedder
-    from rag.needles import load_questions
+    from rag.indexing.embed import load_embedder
+    from rag.deciding.needles import load_questions
 
     ev = _lab("evaluate")
     settings = _settings(args)
@@ -326,9 +332,9 @@ def cmd_eval_needles(args) -> int:
 
 
 def cmd_eval_sweep(args) -> int:
-    from rag.embed import load_embedder
-    from rag.needles import load_questions
-    from rag.sweep import sweep
+    from rag.indexing.embed import load_embedder
+    from rag.deciding.needles import load_questions
+    from rag.deciding.sweep import sweep
 
     ev = _lab("evaluate")
     settings = _settings(args)
@@ -351,7 +357,7 @@ def cmd_eval_sweep(args) -> int:
 
 
 def cmd_eval_beir(args) -> int:
-    from rag.embed import load_embedder
+    from rag.indexing.embed import load_embedder
 
     beir = _lab("beir")
     settings = _settings(args)

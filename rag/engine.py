@@ -1,17 +1,17 @@
 """Engine: the front door for the app, the CLI and the tests; it answers questions about one folder.
 
 `Engine(settings)` loads the embedding model and opens the folder's index through an `Indexer`
-(`rag.indexer`: creating it if needed, finishing or undoing work that a crash left `pending`, building the
+(`rag.indexing.indexer`: creating it if needed, finishing or undoing work that a crash left `pending`, building the
 search snapshot from the store). Then:
 
 - `search()` runs hybrid retrieval on the published snapshot; `threshold_choice()` picks the question's
   threshold (given, set, or the folder's calibration, computed here when what it depends on changed);
-  `gate()` (in `rag.gate`) decides; `answer()` writes the answer. `ask()` does all of it.
+  `gate()` (in `rag.deciding.gate`) decides; `answer()` writes the answer. `ask()` does all of it.
 - `documents()`, `document()`, `locate()`, `counts()`, `stats()`, `language_line()`, `language_warning()`: the
   library view.
 - `sync()`, `index_files()`, `remove()`, `reindex()`, `start()`, `enqueue()`, `rescan()` and the rest of the
   indexing API are the indexer's, passed through so that callers hold one object; `save_upload()` is
-  `rag.uploads`'.
+  `rag.indexing.uploads`'.
 
 It does not write to the store or the library itself: the indexer does, under the writer lock, and
 publishes a new snapshot after each write; searches never take the lock, and read one snapshot each.
@@ -28,34 +28,39 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from rag.answer import Answer, Generator, answer as run_answer, make_generator
-from rag.followup import followup_query, names_own_subject, rewrite_followup
-from rag.calibration import (LANGUAGES as CALIBRATED_LANGUAGES, Calibration, calibrate, folder_sentences,
+from rag.answering.answer import Answer, answer as run_answer, make_generator
+from rag.answering.generator import Generator
+from rag.searching.followup import followup_query, names_own_subject
+from rag.answering.prompt import rewrite_followup
+from rag.deciding.calibration import (LANGUAGES as CALIBRATED_LANGUAGES, Calibration, calibrate, folder_sentences,
                              questions_digest, unrelated_questions)
-from rag.chunk import strategy
-from rag.embed import Embedder, load_embedder
-from rag.gate import GATE_RULES, NO_SUPPORT_TEST, Gated, SupportRule, gate
-from rag.judge import JUDGE_DIR, Judge, load_judge, rerank
-from rag.indexer import EMBED_GROUP, FileOutcome, Indexer, Progress, SyncReport, languages_of
-from rag.lexical import LANGUAGE_NAMES, question_language
-from rag.multilingual import MultilingualEmbedder, load_multilingual
-from rag.words import LANGUAGES as WORDLIST_LANGUAGES
-from rag.llm import LLMError
-from rag.prompt import llm_client
-from rag.library import VISIBLE, DocRecord, Stamp, mark_index_dir
-from rag.queue import FolderWatcher, QueueItem
-from rag.fusion import question_weights
-from rag.search import FEEDBACK_RULE, SearchResult, Snapshot, hybrid_search
-from rag.vectors import GRAPH_PROBE_WORDS, GRAPH_PROBES
+from rag.indexing.chunk import strategy
+from rag.indexing.embed import Embedder, load_embedder
+from rag.deciding.gate import Gated, gate
+from rag.deciding.rule import GATE_RULES, NO_SUPPORT_TEST, SupportRule
+from rag.deciding.judge import JUDGE_DIR, Judge, load_judge, rerank
+from rag.indexing.indexer import EMBED_GROUP, FileOutcome, Indexer, Progress, SyncReport, languages_of
+from rag.text.lexical import LANGUAGE_NAMES
+from rag.text.languages import question_language
+from rag.indexing.multilingual import MultilingualEmbedder, load_multilingual
+from rag.text.words import LANGUAGES as WORDLIST_LANGUAGES
+from rag.answering.llm import LLMError
+from rag.answering.prompt import llm_client
+from rag.indexing.library import VISIBLE, DocRecord, Stamp, mark_index_dir
+from rag.indexing.queue import FolderWatcher, QueueItem
+from rag.searching.fusion import question_weights
+from rag.searching.search import FEEDBACK_RULE, SearchResult, hybrid_search
+from rag.indexing.snapshot import Snapshot
+from rag.indexing.vectors import GRAPH_PROBE_WORDS, GRAPH_PROBES
 from rag.settings import DEFAULT_THRESHOLD, Settings
-from rag.terms import word_rules
-from rag.uploads import HELD_DIR, HeldUpload, already_there, held, peek, release, save_upload
-from rag.viewer import Located, ViewerError, locate
+from rag.searching.terms import word_rules
+from rag.indexing.uploads import HELD_DIR, HeldUpload, already_there, held, peek, release, save_upload
+from rag.reading.viewer import Located, ViewerError, locate
 
 # Re-exported: tests and tools import these from here, where they were defined before indexing and uploads
 # moved to their own modules.
-from rag.indexer import doc_id_for  # noqa: E402,F401
-from rag.uploads import UploadConflict, UploadError, safe_name  # noqa: E402,F401
+from rag.indexing.indexer import doc_id_for  # noqa: E402,F401
+from rag.indexing.uploads import UploadConflict, UploadError, safe_name  # noqa: E402,F401
 
 
 # The unrelated questions' multilingual vectors, by model name (`Engine._calibration_side_vectors`).
@@ -115,7 +120,7 @@ class Engine:
         self._unrelated_vectors: dict[str, np.ndarray] | None = None
         self.judge_error = ""  # why the judge could not be loaded ("" when it was, or is off)
         self.judge: Judge | None = self._load_judge()
-        # The multilingual side (rag.multilingual), None when it is off.
+        # The multilingual side (rag.indexing.multilingual), None when it is off.
         self.side: MultilingualEmbedder | None = (side or load_multilingual()) if settings.multilingual else None
         # The write-group size is read from this module when the engine opens, so a caller that sets
         # `rag.engine.EMBED_GROUP` first (crash and queue tests do, for small write groups) gets it.
@@ -181,7 +186,7 @@ class Engine:
         self.indexer.reload()
 
     def fusion_weights(self, settings: Settings | None = None, question: str = "") -> dict[str, float]:
-        """The fusion weights for one question (`rag.fusion.question_weights`): the dense side weighs
+        """The fusion weights for one question (`rag.searching.fusion.question_weights`): the dense side weighs
         `dense_weight_unread` when the model does not read the question's language and the folder has
         text in it. A question whose language is unclear counts as written in the folder's main language."""
         s = settings or self.settings
@@ -208,7 +213,7 @@ class Engine:
         share = known[main] / total
         return (main, share) if main not in self.embedder.languages and share >= 0.5 else None
 
-    # --- indexing and uploads: the indexer's (rag.indexer) and rag.uploads' ---------------------------------
+    # --- indexing and uploads: the indexer's (rag.indexing.indexer) and rag.indexing.uploads' ---------------------------------
 
     def scan(self) -> tuple[dict[str, Path], list[FileOutcome]]:
         """Supported files under the folder by relative path, and the skipped ones with their reason."""
@@ -262,7 +267,7 @@ class Engine:
     def save_upload(self, name: str, data: bytes, on_conflict: str = "ask") -> str:
         """Save uploaded bytes into the folder under a safe name; returns the relative path. Never over
         another file silently: `on_conflict` is "ask" (raise `UploadConflict`), "replace" or "rename"
-        (`rag.uploads.save_upload`)."""
+        (`rag.indexing.uploads.save_upload`)."""
         return save_upload(self.folder, name, data, lock=self.lock, max_upload_mb=self.settings.max_upload_mb,
                            on_conflict=on_conflict, held_dir=self.held_dir)
 
@@ -273,7 +278,7 @@ class Engine:
 
     @property
     def held_dir(self) -> Path:
-        """Where uploads wait for the replace-or-keep choice (`rag.uploads.hold`): beside the index, not in
+        """Where uploads wait for the replace-or-keep choice (`rag.indexing.uploads.hold`): beside the index, not in
         one browser session, so a reload or another tab still asks."""
         return self.settings.index_path / HELD_DIR
 
@@ -304,7 +309,7 @@ class Engine:
         joined = False  # searched with the previous question joined in front (not a query the caller gave)
         if query is None and history:
             query = self.standalone_query(question, history, settings)
-            # The join itself, not an LLM's rewrite (which is judged on its own words: rag.search).
+            # The join itself, not an LLM's rewrite (which is judged on its own words: rag.searching.search).
             joined = query == followup_query(question, history)
         snapshot = self.snapshot  # one reference: a publish during this search cannot mix two states
         weights = self.fusion_weights(settings, question)
@@ -327,7 +332,7 @@ class Engine:
 
     def standalone_query(self, question: str, history: Sequence[str], settings: Settings | None = None) -> str:
         """What to search for `question` after `history`: the question itself unless it is a follow-up
-        (`rag.followup.is_followup`); then the LLM's standalone rewrite when an LLM is configured and
+        (`rag.searching.followup.is_followup`); then the LLM's standalone rewrite when an LLM is configured and
         answers, else the previous query joined in front of it."""
         joined = followup_query(question, history)
         if joined is None:
@@ -393,7 +398,7 @@ class Engine:
     def calibration_search(self) -> Callable[[str, np.ndarray], SearchResult]:
         """How the calibration searches each unrelated question: on the current snapshot, as a question is
         searched, the judge reading only its first few candidates within the ceiling (800 questions), except
-        that in a large folder every row is scanned rather than found through a graph (rag.vectors). A graph
+        that in a large folder every row is scanned rather than found through a graph (rag.indexing.vectors). A graph
         can only miss a closer passage, so a question searched through one looks farther than it is: the
         threshold is chosen on the true distances, and a graph's misses at question time can then only refuse
         more, never let more unrelated questions through than the budget. (An unrelated question is also where a
@@ -432,7 +437,7 @@ class Engine:
         return self._unrelated_vectors
 
     def _graph_probes(self, side: str, chunks: Sequence) -> np.ndarray | None:
-        """Questions a new graph is checked with against the exact scan (rag.vectors): the opening words of
+        """Questions a new graph is checked with against the exact scan (rag.indexing.vectors): the opening words of
         the folder's own sentences (`folder_sentences`, spread over its passages), standing for the questions a
         graph serves, which are short and on the folder's subject (the calibration's unrelated ones are scanned:
         `calibration_search`). On real text at 97,514 passages the graphs found as much or less of the scan's
@@ -529,7 +534,7 @@ class Engine:
         return rec
 
     def locate(self, path: str, start: int, end: int, version: str | None = None) -> Located:
-        """Where characters [start, end) of a document are, to show them marked (`rag.viewer`); `version`:
+        """Where characters [start, end) of a document are, to show them marked (`rag.reading.viewer`); `version`:
         the start of the content hash the citation quoted, when it carries one."""
         return locate(self.folder, self.document(path), start, end, max_chars=self.settings.max_chars,
                       max_pages=self.settings.max_pages, version=version)
@@ -604,7 +609,7 @@ class Engine:
 
     def close(self) -> None:
         """Stop indexing and let go of the index's files: another engine may then open the same index. A graph
-        being built (rag.vectors) is finished and saved first, so the next start reads it."""
+        being built (rag.indexing.vectors) is finished and saved first, so the next start reads it."""
         self.stop()
         if self.indexer.graphs is not None:
             self.indexer.graphs.wait()

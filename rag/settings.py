@@ -32,7 +32,7 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 REFUSAL_PREFIX = "NO ANSWER"
 # The threshold when nothing else decides it: no setting, and no calibration (an empty folder).
 DEFAULT_THRESHOLD = 0.675
-# The word tests that may stay beside the judge (rag.gate.SupportRule.words_hold says what each does).
+# The word tests that may stay beside the judge (rag.deciding.rule.SupportRule.words_hold says what each does).
 JUDGE_RULES = ("names", "wordless", "subject", "codes")
 SEARCH_READS = ("memory", "store")  # settings.search_reads
 
@@ -64,7 +64,7 @@ class Settings:
     chunk_strategy: str = _tuned("E")
     chunk_budget: int = _tuned(512)
 
-    # Retrieval: dense + BM25, fused per question (rag.fusion.fuse). The default, chosen on development
+    # Retrieval: dense + BM25, fused per question (rag.searching.fusion.fuse). The default, chosen on development
     # data (bench/fusion.py): a convex combination of z-score normalised scores, dense 0.6 and BM25 0.4;
     # the dense side weighs 0.1 for a question in a language the model does not read when the folder has
     # text in that language (BM25 matches its words; the model's similarities for it rank poorly).
@@ -74,7 +74,7 @@ class Settings:
     dense_weight: float = _tuned(0.6)
     bm25_weight: float = _tuned(0.4)
     dense_weight_unread: float = _tuned(0.1)
-    # The multilingual side (rag.multilingual): a second dense side that reads sixteen languages, and across
+    # The multilingual side (rag.indexing.multilingual): a second dense side that reads sixteen languages, and across
     # them. A passage in the question's language weighs it `multilingual_weight` when MiniLM does not read that
     # language (0.2: Portuguese R@4 +0.026, Spanish +0.023 on SQuAD test articles; chosen on their dev
     # articles), `multilingual_weight_read` when it does (0: in English it only cost, 0.957 -> 0.949); for a
@@ -86,12 +86,12 @@ class Settings:
     multilingual_weight_read: float = _tuned(0.0)
     multilingual_weight_across: float = _tuned(1.0)
     # A passage in another language is evidence when its multilingual distance is at or under a cut calibrated
-    # like the threshold (rag.calibration), and never over this ceiling. 0.55 chosen on the SQuAD articles
+    # like the threshold (rag.deciding.calibration), and never over this ceiling. 0.55 chosen on the SQuAD articles
     # outside the test split, English questions on the Portuguese folder and the reverse (bench/across.py:
     # the most right passages kept beyond near misses answered); the calibrated value there is 0.66-0.70.
     across_ceiling: float = _tuned(0.55)
     # Pseudo-relevance feedback: the first ranking's best `feedback` passages stay first, and both sides
-    # search again from them to order the rest (rag.search.feedback); 0 turns it off. Distances, support
+    # search again from them to order the rest (rag.searching.search.feedback); 0 turns it off. Distances, support
     # and the gate stay the question's. 5 chosen on NFCorpus's dev split (3: .347, 5: .351, 10: .345).
     feedback: int = _tuned(5)
     # Feedback's second search reads the whole folder again (0), or only the rows the first search's sides
@@ -104,12 +104,12 @@ class Settings:
     bm25_k1: float = _tuned(1.2)
     bm25_b: float = _tuned(0.75)
     # The cosine distance a passage must be at or under. None (the default): calibrated on the folder, per
-    # question language (rag.calibration); a number set here applies to every question.
+    # question language (rag.deciding.calibration); a number set here applies to every question.
     threshold: float | None = None
     # Per question language, chosen by a person: "pt=0.40,en=0.60". Wins over `threshold` and calibration.
     language_thresholds: str = ""
     # The support test: share of the question's content words (IDF-weighted) a passage must hold; a passage
-    # closer than any unrelated question comes to the folder needs only `close_support` (rag.gate). 0.20:
+    # closer than any unrelated question comes to the folder needs only `close_support` (rag.deciding.gate). 0.20:
     # lower keeps more paraphrases that hold one common word ("app") but answers near-topic questions that
     # share a word or two with a close passage ("pages" in a question about cover letters, "chat" in one
     # about keyboard shortcuts); on development data 0.15 let 10% of them through, 0.20 4%, for 2% fewer
@@ -141,11 +141,11 @@ class Settings:
     calibration_floor: float = _tuned(0.30)
     calibration_ceiling: float = _tuned(0.80)
     max_chunks: int = 4
-    # The judge (rag.judge): a cross-encoder that reads the question with each of the first `judge_top`
+    # The judge (rag.deciding.judge): a cross-encoder that reads the question with each of the first `judge_top`
     # candidates, reorders them and, for the languages it was shown to read (its model card), decides instead
     # of the word share: a passage is evidence when its score reaches the folder's cut for the question's
-    # language (rag.calibration: the score that at most `judge_budget` of the unrelated questions reach, and
-    # never under `judge_floor`). `judge_rules`: the word tests that still apply beside it (rag.gate).
+    # language (rag.deciding.calibration: the score that at most `judge_budget` of the unrelated questions reach, and
+    # never under `judge_floor`). `judge_rules`: the word tests that still apply beside it (rag.deciding.gate).
     # Off by default: on SQuAD articles it never saw the shipped judge keeps fewer right passages than the word
     # tests for fewer near misses answered (English test articles 0.80 against 0.85 kept, 0.61 against 0.74 near
     # misses; the held-out folder's test articles 0.64 against 0.86, 0.41 against 0.59; docs/judge.md). `judge_budget` 0.05: on
@@ -164,7 +164,7 @@ class Settings:
     judge_path: str = ""  # empty: the judge shipped with the package
     judge_languages: tuple[str, ...] = ()  # empty: the languages its model card says it was shown to read
     hnsw_ef_search: int = _tuned(400)
-    # Above this many passages each dense side is searched through a graph (rag.vectors) re-ranked exactly,
+    # Above this many passages each dense side is searched through a graph (rag.indexing.vectors) re-ranked exactly,
     # not by scanning every vector; 0: always scan. Measured (bench/bench_large.py) at 10,000 passages, where a
     # scan costs under 1 ms a side, and at 100,000, where it costs 7-9 ms; the crossover between was not measured.
     graph_above: int = _tuned(50_000)
@@ -173,7 +173,7 @@ class Settings:
     chroma_host: str | None = None
     chroma_port: int = 8000
     collection_prefix: str = "chunks"
-    # What a search reads (rag.served): "memory", the snapshot every process holds (vectors, texts, BM25), or
+    # What a search reads (rag.indexing.served): "memory", the snapshot every process holds (vectors, texts, BM25), or
     # "store", the store's own vector index, texts fetched for a search's candidates only: for a Chroma server
     # that several app processes share, so that none of them holds every vector and text.
     search_reads: str = "memory"

@@ -13,10 +13,10 @@ import pytest
 
 import rag
 from rag import gate
-from ui import linkify
-from rag.answer import ANSWER_RULE, EVERY_SENTENCE, Answer, AnswerRule, ChosenSentence, ExtractiveGenerator
-from rag.citations import NO_ANSWER_SENTENCE, answer_sentences, check_citations
-from rag.followup import followup_query, is_followup
+from app.ui import linkify
+from rag.answering.answer import ANSWER_RULE, EVERY_SENTENCE, Answer, AnswerRule, ChosenSentence, ExtractiveGenerator
+from rag.deciding.citations import NO_ANSWER_SENTENCE, answer_sentences, check_citations
+from rag.searching.followup import followup_query, is_followup
 from tests.conftest import CountingGenerator
 
 NEEDLES = Path(__file__).resolve().parent.parent / "bench" / "sample_needles.jsonl"

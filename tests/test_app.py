@@ -19,15 +19,14 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import rag
-from rag.explain import refusal_text
+from rag.deciding.explain import refusal_text
 from tests.conftest import threshold_slider
 
 ROOT = Path(__file__).resolve().parent.parent
-import ui
-import ui_files
-
+from app import ui
+from app import ui_files
 APP = str(ROOT / "streamlit_app.py")
-LIBRARY = str(ROOT / "app_pages" / "library.py")
+LIBRARY = str(ROOT / "app" / "pages" / "library.py")
 TIMEOUT = 180  # the first run loads the model and indexes the folder; AppTest's default is 3 s
 QUESTION = "Where is the index stored by default?"
 NEEDLE = "the index is stored in a hidden folder named .rag-index inside the folder you chose"
@@ -489,7 +488,7 @@ def test_why_was_it_not_found_says_where_the_sentence_was_lost(engine):
 
 def test_library_warns_when_the_folder_is_in_a_language_the_model_does_not_read(engine, tmp_path):
     at = app().run()
-    at.switch_page("app_pages/library.py").run()  # through the app's navigation, with its shared sidebar
+    at.switch_page("app/pages/library.py").run()  # through the app's navigation, with its shared sidebar
     assert not at.exception, at.exception
     assert not at.warning  # the sample folder is mostly English
     assert any("reads en" in m for m in markdowns(at))

@@ -18,14 +18,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import rag
-from rag.citations import NO_ANSWER_SENTENCE
-from rag.embed import count_tokens
+from rag.deciding.citations import NO_ANSWER_SENTENCE
+from rag.indexing.embed import count_tokens
 from tests.conftest import threshold_slider
 from tests.test_llm import FakeLLM, Reply, closed_port_url
 
 ROOT = Path(__file__).resolve().parent.parent
-import ui
-
+from app import ui
 APP = str(ROOT / "streamlit_app.py")
 TIMEOUT = 180  # the first run loads the model and indexes the folder
 UPLOAD_Q = "How big can a file I send through the browser be?"

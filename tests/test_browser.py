@@ -513,7 +513,7 @@ def test_queue_sigkill_mid_embedding_then_restart_indexes_each_file_once(tab, tm
 
     # The store and the library agree, read after the server is gone.
     from rag.settings import load_settings
-    from rag.store import ChunkStore
+    from rag.indexing.store import ChunkStore
 
     settings = load_settings(config=tmp_path / "none.toml", env={}, folder=app.folder, index_dir=app.index)
     store = ChunkStore(settings, "all-MiniLM-L6-v2", 384)

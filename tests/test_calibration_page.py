@@ -15,10 +15,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import rag
-from rag.needles import Question, load_questions, save_question
+from rag.deciding.needles import Question, load_questions, save_question
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE = str(ROOT / "app_pages" / "calibration.py")
+PAGE = str(ROOT / "app" / "pages" / "calibration.py")
 TIMEOUT = 180  # the first run loads the model and indexes the folder
 
 DOCS = {
@@ -61,8 +61,7 @@ def charts(at) -> list[dict]:
 
 def engine_of(index_dir) -> rag.Engine:
     """The engine the page opened for the settings in the environment (the same `st.cache_resource` entry)."""
-    import ui
-
+    from app import ui
     settings = rag.load_settings()
     assert settings.index_path == index_dir
     return ui.open_workspace(ui.engine_key(settings), settings).engine

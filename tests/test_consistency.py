@@ -14,7 +14,8 @@ import time
 import numpy as np
 
 from rag.engine import doc_id_for
-from rag.search import Snapshot, dense_top
+from rag.searching.search import dense_top
+from rag.indexing.snapshot import Snapshot
 
 QUERY = "How often must the pump valve be serviced and who checks the pressure seal?"
 TOPICS = ["pump", "valve", "pressure seal", "filter", "gasket", "impeller", "bearing", "intake"]
@@ -185,7 +186,7 @@ def test_dense_ties_keep_snapshot_order(make_engine, tmp_path, embedder):
     engine.sync()
     base = engine.snapshot.chunks
     # The same vectors three times over, under different ids: equal distances, ranked in snapshot order.
-    from rag.store import StoredChunk
+    from rag.indexing.store import StoredChunk
 
     chunks = [StoredChunk(f"{c.id}#{k}", f"{c.doc_id}-{k}", c.text, c.meta) for k in range(3) for c in base]
     snap = Snapshot.build(chunks, {}, engine.settings, vectors=np.concatenate([engine.snapshot.vectors] * 3))

@@ -28,11 +28,11 @@ from collections import Counter
 from pathlib import Path
 
 import rag.engine
-from rag.embed import load_embedder
+from rag.indexing.embed import load_embedder
 from rag.engine import Engine
-from rag.indexer import Indexer
+from rag.indexing.indexer import Indexer
 from rag.settings import load_settings
-from rag.store import ChunkStore
+from rag.indexing.store import ChunkStore
 
 spec = json.loads(sys.argv[1])
 rag.engine.EMBED_GROUP = spec["group"]  # read when the engine opens: small write groups
@@ -221,9 +221,9 @@ def store_args(request):
 
 @pytest.mark.slow
 def test_sigkill_mid_indexing_at_several_points_loses_nothing(tmp_path, store_args):
-    from rag.chunk import chunk_document
+    from rag.indexing.chunk import chunk_document
     from rag.engine import doc_id_for
-    from rag.extract import extract
+    from rag.reading.extract import extract
 
     folder, index = tmp_path / "docs", tmp_path / "index"
     write_folder(folder)

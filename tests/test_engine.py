@@ -15,7 +15,7 @@ import pytest
 
 import rag
 from rag import KEPT, OVER, gate
-from rag.gate import CAPPED
+from rag.deciding.rule import CAPPED
 from tests.conftest import CountingGenerator
 
 ERR_DOC = """# Device errors
@@ -159,7 +159,7 @@ def test_extractive_answer_is_made_of_quoted_sentences(sample_engine):
 
 
 def test_a_pdf_without_headings_is_cited_by_its_pages_once(make_engine, tmp_path):
-    # No outline and one font size: each page is a section named "Page N" (rag.pdf). The citation says
+    # No outline and one font size: each page is a section named "Page N" (rag.reading.pdf). The citation says
     # "p. 2", not "p. 2 · Page 2"; a PDF with headings still names its section beside the page.
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -286,7 +286,7 @@ def test_model_chosen_by_path_marks_stale_and_reindexes(store_engine, tmp_path, 
     other = tmp_path / "my-minilm-copy"
     shutil.copytree(embedder.path, other)
     _, engine2 = indexed_then_reopened(store_engine, tmp_path, model=str(other))
-    assert engine2.embedder.name == f"my-minilm-copy-{rag.embed.model_fingerprint(other)}"
+    assert engine2.embedder.name == f"my-minilm-copy-{rag.indexing.embed.model_fingerprint(other)}"
     rec = engine2.documents()[0]
     assert rec.status == "stale"
     assert engine2.snapshot.chunks == []  # the other model's vectors are never compared with this one's
@@ -304,11 +304,11 @@ def test_a_model_by_path_is_stamped_by_its_content_not_its_folder_name(embedder,
     one, two = tmp_path / "v1" / "model", tmp_path / "v2" / "model"
     shutil.copytree(embedder.path, one)
     shutil.copytree(embedder.path, two)
-    assert rag.embed.resolve_model(str(one))[0] == rag.embed.resolve_model(str(two))[0]  # the same model
+    assert rag.indexing.embed.resolve_model(str(one))[0] == rag.indexing.embed.resolve_model(str(two))[0]  # the same model
     config = json.loads((two / "config.json").read_text())
     config["layer_norm_eps"] = 1e-6  # another training's config, same folder name
     (two / "config.json").write_text(json.dumps(config))
-    a, b = rag.embed.resolve_model(str(one))[0], rag.embed.resolve_model(str(two))[0]
+    a, b = rag.indexing.embed.resolve_model(str(one))[0], rag.indexing.embed.resolve_model(str(two))[0]
     assert a != b and a.startswith("model-") and b.startswith("model-")
 
 

@@ -1,5 +1,5 @@
-"""The lab (lab.metrics, lab.evaluate, lab.beir) and the product's needle rules (rag.needles, rag.sweep,
-rag.diagnosis): metrics against hand-computed values, the sample needle set's invariants, the "why wasn't
+"""The lab (lab.metrics, lab.evaluate, lab.beir) and the product's needle rules (rag.deciding.needles, rag.deciding.sweep,
+rag.deciding.diagnosis): metrics against hand-computed values, the sample needle set's invariants, the "why wasn't
 it found?" verdict for each of its cases, destroyed answers, the threshold sweep (through `rag eval
 sweep`) and a BEIR run through the app's own search, all on real parts: the MiniLM model, Chroma on disk,
 documents written here.
@@ -23,13 +23,13 @@ from rag.cli import main as cli_main
 from lab.beir import beir_chunks, beir_snapshot, cached_vectors, load_beir, run_beir
 from lab.evaluate import check_needles, evaluate_needles
 from lab.metrics import first_rank, ndcg_at, recall_at, reciprocal_rank, sign_test, wilson
-from rag.chunk import strategy
-from rag.diagnosis import CAPPED_OUT, CHUNKING, CITED, EXTRACTION, GATED, RANKS, why_not_found
-from rag.fusion import rrf
-from rag.lexical import question_language
-from rag.needles import Question, contains, load_questions, save_question
-from rag.search import hybrid_search
-from rag.sweep import SweepRow, suggest_threshold
+from rag.indexing.chunk import strategy
+from rag.deciding.diagnosis import CAPPED_OUT, CHUNKING, CITED, EXTRACTION, GATED, RANKS, why_not_found
+from rag.searching.fusion import rrf
+from rag.text.languages import question_language
+from rag.deciding.needles import Question, contains, load_questions, save_question
+from rag.searching.search import hybrid_search
+from rag.deciding.sweep import SweepRow, suggest_threshold
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_SET = ROOT / "bench" / "sample_needles.jsonl"
@@ -339,10 +339,10 @@ def test_the_lab_measures_with_the_products_own_rules():
     # One rule in one place: the lab's needle runs and the calibration page judge a passage alike.
     import lab.beir
     import lab.evaluate
-    import rag.diagnosis
-    import rag.needles
-    import rag.sweep
+    import rag.deciding.diagnosis
+    import rag.deciding.needles
+    import rag.deciding.sweep
 
-    assert lab.evaluate.contains is rag.needles.contains is rag.diagnosis.contains is rag.sweep.contains
-    assert lab.evaluate.Question is rag.needles.Question is rag.sweep.Question
+    assert lab.evaluate.contains is rag.deciding.needles.contains is rag.deciding.diagnosis.contains is rag.deciding.sweep.contains
+    assert lab.evaluate.Question is rag.deciding.needles.Question is rag.deciding.sweep.Question
     assert lab.beir.hybrid_search is hybrid_search

@@ -12,8 +12,9 @@ import pymupdf
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from rag.chunk import chunk_document, header_for, paragraphs, strategy
-from rag.extract import ExtractionError, extract, extract_bytes
+from rag.indexing.chunk import chunk_document, header_for, paragraphs, strategy
+from rag.reading.extract import extract, extract_bytes
+from rag.reading.document import ExtractionError
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SAMPLE_FILES = sorted(p for p in DATA.rglob("*") if p.suffix in (".md", ".txt", ".pdf"))
@@ -284,7 +285,7 @@ def test_pdf_lines_of_one_sentence_are_joined_but_paragraphs_and_headings_stay_a
     assert doc.title == "Returns and refunds"
     # The viewer rebuilds the same text from the page's characters, so offsets mean the same in both, and
     # a passage over two joined lines is marked on both lines.
-    from rag.viewer import marks_for, pdf_layout
+    from rag.reading.viewer import marks_for, pdf_layout
     text, boxes = pdf_layout(data)
     assert text == doc.text and len(boxes) == len(text)
     start = text.index("delivery")
@@ -317,7 +318,7 @@ def test_a_sentence_over_a_page_break_stays_one_sentence_and_an_empty_first_page
     assert text[extracted.page_starts[3]:].startswith("Exchanges")
     # The viewer rebuilds the same text (it once added a blank line for the empty cover, so no passage of
     # such a PDF was marked: "the PDF's text could not be matched to its page layout").
-    from rag.viewer import pdf_layout
+    from rag.reading.viewer import pdf_layout
     rebuilt, boxes = pdf_layout(data)
     assert rebuilt == text and len(boxes) == len(text)
     # The chunk holding the sentence says it runs over pages 2 and 3.
@@ -464,7 +465,7 @@ def test_four_backtick_fence_is_closed_only_by_four():
     ("# Model\n\nlanguage: en\n", ()),  # no front matter
 ])
 def test_model_card_languages_come_from_its_yaml(tmp_path, card, expect):
-    from rag.embed import _card_languages
+    from rag.indexing.embed import _card_languages
 
     (tmp_path / "README.md").write_text(card, encoding="utf-8")
     assert _card_languages(tmp_path) == expect
@@ -540,7 +541,7 @@ def test_two_columns_are_read_one_after_the_other_and_every_sentence_stays_whole
             assert any(sentence.strip() in " ".join(c.content.split()) for c in chunks), sentence
     assert "arXiv" not in extracted.text  # the side stamp is not text of the paper
     assert any(" ".join(CARRIED).split(". ")[0] in " ".join(c.content.split()) for c in chunks)  # over the columns
-    from rag.viewer import pdf_layout
+    from rag.reading.viewer import pdf_layout
     rebuilt, boxes = pdf_layout(data)  # the viewer reads the same order, so it can mark every passage
     assert rebuilt == extracted.text and len(boxes) == len(rebuilt)
 
@@ -565,7 +566,7 @@ def test_a_chapter_running_header_on_two_pages_is_dropped_and_real_hyphens_stay(
     flat = " ".join(text.split())
     assert "Fast R-CNN detector with a state-of-the-art schedule and a new classification of the boxes, " \
            "as COVID-19 closed the lab." in flat
-    from rag.viewer import pdf_layout
+    from rag.reading.viewer import pdf_layout
     rebuilt, boxes = pdf_layout(data)
     assert rebuilt == text and len(boxes) == len(text)
     at = text.index("R-CNN")  # the viewer marks the kept hyphen with the letters beside it
@@ -594,7 +595,7 @@ def test_a_footnote_at_a_page_break_does_not_cut_the_sentence_that_runs_over_it_
     note = [c for c in chunks if "Article 3" in c.content]  # the footnote is a chunk of its own
     assert [c.content for c in note] == ["1 Article 3 of the clinic's rules sets the deadline."]
     assert note[0].section.endswith("Footnote")
-    from rag.viewer import pdf_layout
+    from rag.reading.viewer import pdf_layout
     rebuilt, boxes = pdf_layout(data)
     assert rebuilt == extracted.text and len(boxes) == len(rebuilt)
 
@@ -631,7 +632,7 @@ def test_a_table_is_read_a_row_a_paragraph_with_its_cells_apart():
     # Each row a paragraph of its own, its cells apart; not one run "Model Weight Memory H100 1.2 kg ...".
     assert "Model | Weight | Memory\n\nH100 | 1.2 kg | 80 GB\n\nH200 | 1.3 kg | 141 GB\n\nThe H200 carries" \
         in extracted.text
-    from rag.viewer import pdf_layout, marks_for
+    from rag.reading.viewer import pdf_layout, marks_for
     rebuilt, boxes = pdf_layout(data)
     assert rebuilt == extracted.text
     at = rebuilt.index("H200 | 1.3 kg")  # a row is marked cell by cell, the gaps between them unmarked
@@ -750,6 +751,6 @@ def test_the_latex_papers_outline_names_its_sections_and_its_table_is_read_a_row
     assert not any("Introduction" in c.content or "Related Work" in c.content for c in chunks)  # headings
     assert "\n\nTwo-stage baseline | 41.2 | 910\n\nSingle-shot baseline | 35.7 | 140\n\nOurs | 40.8 | 155\n\n" \
         in extracted.text
-    from rag.viewer import pdf_layout
+    from rag.reading.viewer import pdf_layout
     rebuilt, boxes = pdf_layout(PAPER.read_bytes())
     assert rebuilt == extracted.text and len(boxes) == len(rebuilt)

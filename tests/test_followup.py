@@ -1,4 +1,4 @@
-"""Follow-up questions (`rag.followup`) on edge inputs: empty questions, punctuation only, Portuguese,
+"""Follow-up questions (`rag.searching.followup`) on edge inputs: empty questions, punctuation only, Portuguese,
 long questions with a pronoun, histories with blanks; and the LLM rewrite's reply cleaning.
 
 The rewrite's tests use `FakeLLM` from tests/test_llm.py, a small OpenAI-compatible server on 127.0.0.1
@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from rag.followup import followup_query, is_followup, rewrite_followup
-from rag.llm import ChatClient, LLMError
+from rag.searching.followup import followup_query, is_followup
+from rag.answering.prompt import rewrite_followup
+from rag.answering.llm import ChatClient, LLMError
 from tests.test_llm import FakeLLM, Reply, closed_port_url
 
 

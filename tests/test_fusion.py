@@ -1,4 +1,4 @@
-"""The fusion rule (rag.fusion): each fusion on edge inputs (a side empty, ties, a candidate only one side
+"""The fusion rule (rag.searching.fusion): each fusion on edge inputs (a side empty, ties, a candidate only one side
 found), the per-question weights, and the rule as the engine applies it on real parts (MiniLM, Chroma on
 disk): the weights follow the question's language, and every candidate carries both ranks, both
 normalised scores and the fused score they add up to. Feedback: the first ranking's best rows stay as
@@ -11,10 +11,10 @@ import pytest
 
 import numpy as np
 
-from rag.gate import gate
-from rag.lexical import analyze_query
-from rag.fusion import FUSIONS, fuse, fused_order, normalise, question_weights
-from rag.search import FEEDBACK_DENSE, FEEDBACK_OWN, dense_top, feedback
+from rag.deciding.gate import gate
+from rag.text.lexical import analyze_query
+from rag.searching.fusion import FUSIONS, fuse, fused_order, normalise, question_weights
+from rag.searching.search import FEEDBACK_DENSE, FEEDBACK_OWN, dense_top, feedback
 from rag.settings import Settings
 
 DENSE = [("a", 0.9), ("b", 0.6), ("c", 0.3)]  # (id, cosine similarity), best first

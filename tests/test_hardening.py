@@ -24,10 +24,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import rag
 from rag import UploadError
-from rag.chunk import chunk_document
-from rag.extract import ExtractionError, extract_bytes
-from rag.store import StoreError
-from rag.uploads import safe_name
+from rag.indexing.chunk import chunk_document
+from rag.reading.extract import extract_bytes
+from rag.reading.document import ExtractionError
+from rag.indexing.store import StoreError
+from rag.indexing.uploads import safe_name
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -173,7 +174,7 @@ def test_ask_names_the_files_it_could_not_read_or_has_not_indexed_and_a_closed_p
 
 
 def test_library_reads_do_not_wait_for_a_writer(tmp_path):
-    from rag.library import DocRecord, Library
+    from rag.indexing.library import DocRecord, Library
 
     lib = Library(tmp_path / "library.sqlite")
     lib.put(DocRecord(doc_id="a", path="a.md", kind="md", status="indexed", chunks=2))
@@ -203,7 +204,7 @@ def test_embed_cached_from_several_threads_gives_the_sequential_vectors(embedder
     import numpy as np
 
     # A fresh cache (and model lock) over the session's model: other tests' entries play no part.
-    fresh = rag.embed.Embedder(name=embedder.name, path=embedder.path, dimension=embedder.dimension,
+    fresh = rag.indexing.embed.Embedder(name=embedder.name, path=embedder.path, dimension=embedder.dimension,
                                max_tokens=embedder.max_tokens, languages=embedder.languages,
                                batch_size=embedder.batch_size, _model=embedder._model)
     pool = [f"Inspection {i} found the relief valve R-{i:03d} stuck in position {i % 4}." for i in range(24)]
@@ -237,7 +238,7 @@ def test_embed_cached_from_several_threads_gives_the_sequential_vectors(embedder
 
 def test_rebuild_refuses_a_folder_that_is_not_an_index_and_deletes_nothing(make_engine, tmp_path, capsys):
     from rag.cli import main
-    from rag.library import INDEX_MARKER, is_index_dir
+    from rag.indexing.library import INDEX_MARKER, is_index_dir
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -378,14 +379,14 @@ def test_nothing_connects_beyond_loopback_during_index_and_ask(tmp_path, monkeyp
     folder.mkdir()
     (folder / "a.md").write_text(doc_text(1))
     # A fresh engine, model load included: the path a first start takes.
-    rag.embed.load_embedder.cache_clear()
+    rag.indexing.embed.load_embedder.cache_clear()
     try:
         engine = rag.Engine(rag.load_settings(env={}, folder=folder, index_dir=tmp_path / "idx"))
         engine.sync()
         turn = engine.ask("Which relief valve was stuck?")
         assert turn.gated.candidates
     finally:
-        rag.embed.load_embedder.cache_clear()
+        rag.indexing.embed.load_embedder.cache_clear()
     for addr in seen:
         host = addr[0] if isinstance(addr, tuple) else addr
         assert isinstance(addr, (str, bytes)) or host in ("127.0.0.1", "::1", "localhost"), addr

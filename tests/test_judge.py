@@ -17,9 +17,10 @@ import pytest
 
 import rag
 from rag.cli import main as cli_main
-from rag.gate import JUDGE, JUDGED_OUT, KEPT, SupportRule, gate
-from rag.judge import JUDGE_DIR, Judge, load_judge, load_pair_model, passage_text
-from rag.search import Candidate, SearchResult
+from rag.deciding.gate import gate
+from rag.deciding.rule import JUDGE, JUDGED_OUT, KEPT, SupportRule
+from rag.deciding.judge import JUDGE_DIR, Judge, load_judge, load_pair_model, passage_text
+from rag.searching.search import Candidate, SearchResult
 
 ROOT = Path(__file__).resolve().parent.parent
 

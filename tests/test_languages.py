@@ -5,7 +5,7 @@ which calibration judged. Real parts: the real MiniLM model, real Chroma stores 
 
 from __future__ import annotations
 
-from rag.lexical import fold, question_stop_words, stop_words
+from rag.text.lexical import fold, question_stop_words, stop_words
 
 from tests.test_refusals import indexed_folder
 

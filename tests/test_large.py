@@ -1,5 +1,5 @@
 """A large folder's search path on real parts (MiniLM, the multilingual side, Chroma on disk): each dense side
-through its graph (rag.vectors) answers as the exact scan does, a passage written after the graph was built
+through its graph (rag.indexing.vectors) answers as the exact scan does, a passage written after the graph was built
 is found, and the store is let go of while idle and opened again for the next write.
 
 `graph_above = 1` makes a small folder take the path a folder of more than 50,000 passages takes."""
@@ -56,7 +56,7 @@ def test_each_side_searched_through_its_graph_ranks_as_the_exact_scan(pair):
 
 def test_the_calibration_scans_every_row_whatever_the_graphs_find(pair, monkeypatch):
     """A graph's misses must not reach the threshold: it is chosen on the exact distances (rag.engine)."""
-    from rag.vectors import Graph
+    from rag.indexing.vectors import Graph
 
     graphed, scanned, _ = pair
     monkeypatch.setattr(Graph, "propose", lambda self, q, k: np.zeros(0, dtype=np.int64))  # a graph that finds nothing
@@ -117,8 +117,8 @@ def test_a_whole_collection_read_page_by_page_by_ids_is_every_row_once_in_the_st
     offset (which a server reads in time that grows with the offset): across page and id-page boundaries
     every row comes once, with its own text, metadata and vector, in the order the store lists its rows."""
     from rag import load_settings
-    from rag.chunk import Chunk
-    from rag.store import ChunkStore
+    from rag.indexing.chunk import Chunk
+    from rag.indexing.store import ChunkStore
 
     more = {}
     if where == "server":

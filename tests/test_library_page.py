@@ -7,7 +7,7 @@ page does calibrate.
 
 Everything is real: the real MiniLM model, a real Chroma index in a temporary folder, the page run by
 Streamlit's AppTest through the same `ui.open_workspace` cache as the app. The queue is held busy the way
-another writer holds it: this test takes the index's writer lock (`rag.library.WriterLock`, a file lock
+another writer holds it: this test takes the index's writer lock (`rag.indexing.library.WriterLock`, a file lock
 across processes), so the queue's worker embeds its file and then waits to write it, for as long as the
 test holds the lock.
 """
@@ -20,11 +20,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import rag
-import ui
-from rag.library import WriterLock
+from app import ui
+from rag.indexing.library import WriterLock
 
 ROOT = Path(__file__).resolve().parent.parent
-LIBRARY = str(ROOT / "app_pages" / "library.py")
+LIBRARY = str(ROOT / "app" / "pages" / "library.py")
 TIMEOUT = 180  # the first run loads the model and opens the index; AppTest's default is 3 s
 
 NOTES = {

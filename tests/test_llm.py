@@ -19,13 +19,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ui import linkify
+from app.ui import linkify
 from rag import Engine, gate, load_settings, make_generator
-from rag.answer import ExtractiveGenerator, answer
-from rag.citations import NO_ANSWER_SENTENCE
-from rag.embed import count_tokens
-from rag.llm import ChatClient, LLMError
-from rag.prompt import LLMGenerator, build_prompt
+from rag.answering.answer import ExtractiveGenerator, answer
+from rag.deciding.citations import NO_ANSWER_SENTENCE
+from rag.indexing.embed import count_tokens
+from rag.answering.llm import ChatClient, LLMError
+from rag.answering.prompt import LLMGenerator, build_prompt
 
 SECRET = "sk-test-0123456789abcdef"  # a made-up API key; it must never show up outside the header
 

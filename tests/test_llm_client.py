@@ -1,4 +1,4 @@
-"""`rag.llm.ChatClient` against replies a well-behaved server would not send: odd line endings, events
+"""`rag.answering.llm.ChatClient` against replies a well-behaved server would not send: odd line endings, events
 split over lines, streams that break, error pages, redirects, proxy variables in the environment.
 
 `RawServer` below is a fake LLM server on 127.0.0.1 started by these tests (no generative model can be
@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from rag.llm import ChatClient, LLMError
+from rag.answering.llm import ChatClient, LLMError
 
 HELLO = [{"role": "user", "content": "hello"}]
 

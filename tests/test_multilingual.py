@@ -1,4 +1,4 @@
-"""The multilingual side (rag.multilingual), end to end on real parts: the real MiniLM and multilingual USE
+"""The multilingual side (rag.indexing.multilingual), end to end on real parts: the real MiniLM and multilingual USE
 models, real Chroma stores on disk, notes written here. A question in English finds and cites a Portuguese
 note and the reverse; an unrelated question across languages is refused and says why; the side's vectors
 live and die with their chunks, are made for an index built without them, and the setting turns it off.
@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag.gate import ACROSS, DISTANCE, KEPT, OVER, UNSUPPORTED
-from rag.multilingual import load_multilingual
+from rag.deciding.rule import ACROSS, DISTANCE, KEPT, OVER, UNSUPPORTED
+from rag.indexing.multilingual import load_multilingual
 
 from tests.test_refusals import indexed_folder
 
@@ -106,7 +106,7 @@ def test_an_index_built_without_the_side_gets_its_vectors_when_it_is_turned_on(m
 
 
 def test_the_cli_and_the_table_show_the_multilingual_columns(mixed, capsys):
-    from chat_view import citation_cards, retrieval_table
+    from app.chat_view import citation_cards, retrieval_table
     from rag.cli import print_turn
 
     turn = mixed.ask("How much is the monthly rent of the apartment?")

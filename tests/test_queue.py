@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from rag.engine import doc_id_for
-from rag.queue import CANCELLED, EMBEDDING, INDEXED, QUEUED, REMOVED
+from rag.indexing.queue import CANCELLED, EMBEDDING, INDEXED, QUEUED, REMOVED
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -196,10 +196,10 @@ CHILD = r"""
 import json, os, signal, sys
 
 import rag.engine
-from rag.embed import load_embedder
+from rag.indexing.embed import load_embedder
 from rag.engine import Engine
 from rag.settings import load_settings
-from rag.store import ChunkStore
+from rag.indexing.store import ChunkStore
 
 spec = json.loads(sys.argv[1])
 rag.engine.EMBED_GROUP = spec["group"]  # small write groups: the kill falls inside one of several

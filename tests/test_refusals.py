@@ -15,15 +15,16 @@ import pytest
 
 import rag
 from rag import SUPPORT, DISTANCE, EMPTY, SupportRule, gate
-from rag.calibration import KINDS, calibrate, choose_threshold, question_kinds, unrelated_questions
+from rag.deciding.calibration import KINDS, calibrate, choose_threshold, question_kinds, unrelated_questions
 from rag.cli import main as cli
-from rag.calibration import evidence_distance
-from rag.explain import absent_text, wordless_text
-from rag.gate import ABSENT, ACROSS, UNNAMED, WORDLESS
-from rag import terms
-from rag.lexical import LexicalIndex, is_code
-from rag.terms import question_names, question_terms
-from rag.search import Candidate, SearchResult
+from rag.deciding.calibration import evidence_distance
+from rag.deciding.explain import absent_text, wordless_text
+from rag.deciding.rule import ABSENT, ACROSS, UNNAMED, WORDLESS
+from rag.searching import terms
+from rag.text.lexical import is_code
+from rag.indexing.bm25 import LexicalIndex
+from rag.searching.terms import question_names, question_terms
+from rag.searching.search import Candidate, SearchResult
 
 CAKE = "Qual é a receita do bolo de chocolate?"
 PERU = "Capital of Peru?"
@@ -146,7 +147,7 @@ def test_threshold_keeps_unrelated_answers_within_budget_and_clamps():
     # 0.800 as a measured value).
     t, passing, _, bound = choose_threshold([0.5] + [math.inf] * 39, ["a"] * 40, 0.05, floor=0.1, ceiling=0.8)
     assert (t, passing, bound) == (0.8, 1, "ceiling")
-    from rag.calibration import LanguageCalibration
+    from rag.deciding.calibration import LanguageCalibration
     line = LanguageCalibration("en", t, 0.4, 0.05, 40, passing, (), bound).describe()
     assert "highest value allowed" in line and "held at the" not in line
 
@@ -733,7 +734,7 @@ def test_a_passage_lacking_a_name_the_question_writes_is_not_its_evidence(make_e
 
 def test_why_a_passage_of_another_named_thing_was_not_used(make_engine, tmp_path):
     # "Why wasn't it found?" on the sentence a person expected: it names the missing name, not a share.
-    from rag.diagnosis import UNSUPPORTED_OUT, why_not_found
+    from rag.deciding.diagnosis import UNSUPPORTED_OUT, why_not_found
 
     engine = engine_on(make_engine, tmp_path / "notes", {"projects.md": TWO_PROJECTS})
     turn = engine.ask("What is the deadline of Project Lantern?", threshold=0.9)
@@ -1046,7 +1047,7 @@ def test_settings_reject_bad_values_with_the_settings_name():
 
 
 def test_why_not_found_says_when_the_support_test_stopped_a_passage(make_engine, tmp_path):
-    from rag.diagnosis import UNSUPPORTED_OUT, why_not_found
+    from rag.deciding.diagnosis import UNSUPPORTED_OUT, why_not_found
 
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -1177,7 +1178,7 @@ def test_a_word_asking_for_a_measure_is_held_by_a_value_of_it(make_engine, tmp_p
 
 
 def test_why_not_found_says_a_wordless_question_has_nothing_to_look_for(sample_engine):
-    from rag.diagnosis import why_not_found
+    from rag.deciding.diagnosis import why_not_found
     turn = sample_engine.ask("E então?", history=[sample_engine.ask(PT_OK).result.query])
     held = next(c for c, v in zip(turn.gated.candidates, turn.gated.verdicts) if v == rag.UNSUPPORTED)
     d = why_not_found(sample_engine, turn.result, turn.gated, held.content.splitlines()[-1])
@@ -1196,7 +1197,7 @@ def test_a_unit_written_with_a_capital_is_a_measure_not_an_absent_name(make_engi
 
 
 def test_the_rise_of_a_calibrated_language_and_of_an_unclear_one():
-    from rag.calibration import Calibration, LanguageCalibration
+    from rag.deciding.calibration import Calibration, LanguageCalibration
 
     def lang(code, rise):
         return LanguageCalibration(code, 0.8, 0.4, 0.05, 400, 1, (), "ceiling", rise, None if rise is None else 0.8)

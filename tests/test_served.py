@@ -1,4 +1,4 @@
-"""Search reading the store (`search_reads = "store"`, rag.served) against a real `chroma run` server on
+"""Search reading the store (`search_reads = "store"`, rag.indexing.served) against a real `chroma run` server on
 loopback: the real MiniLM and multilingual models, the sample folder.
 
 The store's HNSW index proposes each dense side's nearest passages and texts are read for the candidates only,
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.served import StoredRows, StoredVectors
+from rag.indexing.served import StoredRows, StoredVectors
 
 pytestmark = pytest.mark.server
 
@@ -103,8 +103,8 @@ def test_two_app_processes_answer_from_one_server(served, sample_folder):
 
 
 def test_why_not_found_ranks_the_whole_folder_from_the_store(served):
-    from rag.diagnosis import RANKS, why_not_found
-    from rag.gate import gate
+    from rag.deciding.diagnosis import RANKS, why_not_found
+    from rag.deciding.gate import gate
 
     memory, store, _ = served
     q = QUESTIONS[1]["question"]
@@ -143,7 +143,7 @@ def test_a_process_that_reads_the_store_indexes_and_answers_from_what_it_wrote(c
 
 def test_a_changed_search_breadth_is_written_to_the_existing_collection(chroma_server, make_engine, tmp_path):
     from rag.settings import load_settings
-    from rag.store import ChunkStore
+    from rag.indexing.store import ChunkStore
 
     common = dict(chroma_host=chroma_server["host"], chroma_port=chroma_server["port"],
                   collection_prefix="e" + uuid.uuid4().hex[:10])

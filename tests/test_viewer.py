@@ -14,12 +14,12 @@ import pymupdf
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import ui
+from app import ui
 from rag import ViewerError
-from rag.pdf import text_flags
+from rag.reading.pdf import text_flags
 
 ROOT = Path(__file__).resolve().parent.parent
-VIEWER = str(ROOT / "app_pages" / "viewer.py")
+VIEWER = str(ROOT / "app" / "pages" / "viewer.py")
 
 TIDE = "The lighthouse keeper of Ponta Azul logs the tide at 04:40 every morning."
 SPAN_END = "Its lamp was electrified in 1931, and the keeper's cottage became a museum."

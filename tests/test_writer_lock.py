@@ -1,4 +1,4 @@
-"""The writer lock (`rag.library.WriterLock`) on its own: re-entrant in a thread, exclusive between threads,
+"""The writer lock (`rag.indexing.library.WriterLock`) on its own: re-entrant in a thread, exclusive between threads,
 between lock objects in one process and between processes; a timeout gives up and says so.
 
 The engine-level tests (a writer process waiting while a reader in a third process answers) are in
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.library import WriterLock
+from rag.indexing.library import WriterLock
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TRY = """
 import sys
 from pathlib import Path
-from rag.library import WriterLock
+from rag.indexing.library import WriterLock
 lock = WriterLock(Path(sys.argv[1]))
 got = lock.acquire(timeout=float(sys.argv[2]))
 print("got" if got else "busy", flush=True)
@@ -93,7 +93,7 @@ def test_exclusive_across_processes(tmp_path):
     assert other_process(path, 0) == "got"
     # And the other way round: a lock another process holds is not ours to take.
     holder = subprocess.Popen([sys.executable, "-c", "import sys\nfrom pathlib import Path\n"
-                               "from rag.library import WriterLock\nl = WriterLock(Path(sys.argv[1]))\n"
+                               "from rag.indexing.library import WriterLock\nl = WriterLock(Path(sys.argv[1]))\n"
                                "l.acquire(); print('held', flush=True); sys.stdin.read()", str(path)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:

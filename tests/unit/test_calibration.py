@@ -1,4 +1,4 @@
-"""rag/calibration.py's pure parts on hand-made distances and candidates, and `calibrate` with a search
+"""rag/deciding/calibration.py's pure parts on hand-made distances and candidates, and `calibrate` with a search
 made by hand (no model, no store)."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from rag.calibration import (LANGUAGES, Calibration, LanguageCalibration, calibrate, choose_threshold,
+from rag.deciding.calibration import (LANGUAGES, Calibration, LanguageCalibration, calibrate, choose_threshold,
                              close_distance, evidence_distance, judge_cut, question_kinds, rise_distance,
                              unrelated_questions)
-from rag.gate import SupportRule
-from rag.search import Candidate, SearchResult
+from rag.deciding.rule import SupportRule
+from rag.searching.search import Candidate, SearchResult
 
 
 def candidate(distance: float, support: float = 1.0, judge: float | None = None) -> Candidate:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import rag
-from chat_session import ChatSession, Controls, Research
+from app.chat_session import ChatSession, Controls, Research
 
 RULES = {"en": rag.SupportRule(0.5, close=0.3, close_support=0.2), "pt": rag.SupportRule(0.6)}
 

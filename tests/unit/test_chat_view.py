@@ -1,7 +1,7 @@
 """chat_view: what a turn draws, computed from hand-made candidates and the real gate, without Streamlit.
 
 No model, no store, no AppTest: each test builds a `rag.SearchResult` of hand-made `rag.Candidate`s, gates it
-with `rag.gate` and checks what the presenter makes of it.
+with `rag.deciding.gate` and checks what the presenter makes of it.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-import chat_view as view
+from app import chat_view as view
 import rag
-from rag.answer import ChosenSentence
-from rag.citations import NO_ANSWER_SENTENCE
-from rag.explain import refusal_text
+from rag.answering.answer import ChosenSentence
+from rag.deciding.citations import NO_ANSWER_SENTENCE
+from rag.deciding.explain import refusal_text
 
 RULE = rag.SupportRule(0.5, close=0.3, close_support=0.2)
 

@@ -1,12 +1,12 @@
-"""rag/chunk.py on hand-made documents: strategies, headers, spans and sentences, no model."""
+"""rag/indexing/chunk.py on hand-made documents: strategies, headers, spans and sentences, no model."""
 
 from __future__ import annotations
 
 import pytest
 
-from rag.chunk import (HEADER_MAX, chunk_document, header_for, paragraphs, prose_sentences, sentences, strategy,
+from rag.indexing.chunk import (HEADER_MAX, chunk_document, header_for, paragraphs, prose_sentences, sentences, strategy,
                        unwrap)
-from rag.extract import Extracted, Section
+from rag.reading.document import Extracted, Section
 
 STRATEGY_NAMES = list("ABCDEF")
 

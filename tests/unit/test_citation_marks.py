@@ -1,4 +1,4 @@
-"""The citation check (`rag.citations`) on edge inputs: empty answers, markers in odd places, quotes that
+"""The citation check (`rag.deciding.citations`) on edge inputs: empty answers, markers in odd places, quotes that
 hold brackets, the no-answer sentence in disguise. Pure functions: no model, no index.
 """
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.citations import (MARKER, NO_ANSWER_SENTENCE, answer_sentences, check_citations, cited_numbers,
+from rag.deciding.citations import (MARKER, NO_ANSWER_SENTENCE, answer_sentences, check_citations, cited_numbers,
                            is_no_answer, numbers_text)
 
 

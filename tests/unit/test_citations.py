@@ -1,11 +1,11 @@
-"""rag/citations.py, the citation check, on hand-written answers (its parts, sentence by sentence and marker
+"""rag/deciding/citations.py, the citation check, on hand-written answers (its parts, sentence by sentence and marker
 by marker: test_citation_marks.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from rag.citations import NO_ANSWER_SENTENCE, check_citations
+from rag.deciding.citations import NO_ANSWER_SENTENCE, check_citations
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\n"])

@@ -1,13 +1,13 @@
-"""Question analysis and passage weighing (rag.evidence) on a tiny hand-made snapshot (no model)."""
+"""Question analysis and passage weighing (rag.searching.evidence) on a tiny hand-made snapshot (no model)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from rag.evidence import analyze_question, weigh
-from rag.search import Snapshot
+from rag.searching.evidence import analyze_question, weigh
+from rag.indexing.snapshot import Snapshot
 from rag.settings import Settings
-from rag.store import StoredChunk
+from rag.indexing.store import StoredChunk
 
 TEXTS = [("courses.md", "The Level 1 course costs 260 euros for adults."),
          ("courses.md", "The Level 2 course costs 320 euros for adults and 200 euros for juniors."),

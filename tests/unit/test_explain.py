@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rag.explain import LOST_HINT, explain, passing_threshold
-from rag.gate import KEPT, SupportRule, gate
+from rag.deciding.explain import LOST_HINT, explain, passing_threshold
+from rag.deciding.gate import gate
+from rag.deciding.rule import KEPT, SupportRule
 from tests.unit.made import result, row
 
 RULE = SupportRule(min_support=0.5, close=0.3, close_support=0.2)

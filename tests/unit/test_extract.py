@@ -1,11 +1,12 @@
-"""rag/extract.py and rag/pdf.py on hand-made files: Markdown, plain text and a real PDF written here with pymupdf."""
+"""rag/reading/extract.py and rag/reading/pdf.py on hand-made files: Markdown, plain text and a real PDF written here with pymupdf."""
 
 from __future__ import annotations
 
 import pymupdf
 import pytest
 
-from rag.extract import SUPPORTED, ExtractionError, extract, extract_bytes, kind_of
+from rag.reading.extract import SUPPORTED, extract, extract_bytes, kind_of
+from rag.reading.document import ExtractionError
 
 
 def sections(doc) -> list[tuple[tuple[str, ...], str]]:

@@ -1,4 +1,4 @@
-"""Follow-up rules (`rag.followup`) on hand-made questions, no model: the connectives that open a follow-up
+"""Follow-up rules (`rag.searching.followup`) on hand-made questions, no model: the connectives that open a follow-up
 in both languages, an accented word that folds to a connective, referring words and demonstratives, and
 edge inputs (empty, punctuation only, capitals, accents dropped)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.followup import is_followup, names_own_subject, referred_words, refers_back
+from rag.searching.followup import is_followup, names_own_subject, referred_words, refers_back
 
 
 @pytest.mark.parametrize("question", [

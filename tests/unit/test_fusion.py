@@ -1,4 +1,4 @@
-"""rag/fusion.py's ranking arithmetic on hand-made scores: rrf, normalise, fuse and fused_order."""
+"""rag/searching/fusion.py's ranking arithmetic on hand-made scores: rrf, normalise, fuse and fused_order."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from rag.fusion import FUSIONS, Fused, fuse, fused_order, normalise, rrf
+from rag.searching.fusion import FUSIONS, Fused, fuse, fused_order, normalise, rrf
 
 
 @pytest.mark.parametrize("rankings, expected", [

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from rag.explain import explain
-from rag.gate import (ACROSS, ABSENT, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, SUPPORT,
-                      UNNAMED, UNSUPPORTED, WORDLESS, WORDS, SupportRule, gate)
+from rag.deciding.explain import explain
+from rag.deciding.gate import gate
+from rag.deciding.rule import ACROSS, ABSENT, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, SUPPORT, UNNAMED, UNSUPPORTED, WORDLESS, WORDS, SupportRule
 from tests.unit.made import result, row
 
 RULE = SupportRule(min_support=0.5, close=0.3, close_support=0.2)

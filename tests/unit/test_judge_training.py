@@ -12,7 +12,7 @@ from transformers import AutoTokenizer
 
 from lab.judge_data import SPLITS, Pair, names_in, pairs, swapped, without_answer
 from lab.train_judge import answer_tokens
-from rag.judge import JUDGE_DIR, span_answerability
+from rag.deciding.judge import JUDGE_DIR, span_answerability
 
 PASSAGE = "[Normans]\nRollo was a Viking leader. He died in 930 at Rouen. His son William succeeded him."
 

@@ -1,4 +1,4 @@
-"""The languages the app reads (`rag.languages` over rag/languages.toml), no model: the table names a stemmer
+"""The languages the app reads (`rag.text.languages` over rag/text/languages.toml), no model: the table names a stemmer
 and a stopword list that exist, identification picks among those languages only, and the analysis, content
 words and names of a question follow its language (Spanish stopwords are no content words; German nouns,
 all capitalised, are no names)."""
@@ -12,8 +12,8 @@ import pytest
 import Stemmer
 from bm25s import stopwords
 
-from rag import languages, lexical, words
-from rag.terms import question_names, question_terms
+from rag.text import languages, lexical, words
+from rag.searching.terms import question_names, question_terms
 
 
 def test_every_language_names_a_stemmer_and_a_stopword_list_that_exist():
@@ -28,7 +28,7 @@ def test_every_language_names_a_stemmer_and_a_stopword_list_that_exist():
 
 def test_the_table_ships_with_the_package():
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
-    assert "languages.toml" in pyproject["tool"]["setuptools"]["package-data"]["rag"]
+    assert "languages.toml" in pyproject["tool"]["setuptools"]["package-data"]["rag.text"]
     assert any(d.startswith("py3langid") for d in pyproject["project"]["dependencies"])
 
 

@@ -1,4 +1,4 @@
-"""The question's word rules (`rag.terms`; its language: `rag.lexical`) on hand-made questions and
+"""The question's word rules (`rag.searching.terms`; its language: `rag.text.lexical`) on hand-made questions and
 passages, no model: which numbers a question writes as names, which words ask for a measure and what holds
 a value of it, content words and language, in both languages and on edge inputs (empty, capitals, accents)."""
 
@@ -7,8 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag.lexical import LexicalIndex, analyze, question_language
-from rag.terms import MEASURES, holds_value, identifier_numbers, number_tokens, question_terms
+from rag.text.lexical import analyze
+from rag.text.languages import question_language
+from rag.indexing.bm25 import LexicalIndex
+from rag.searching.terms import MEASURES, holds_value, identifier_numbers, number_tokens, question_terms
 
 
 @pytest.mark.parametrize("question, names", [
@@ -187,7 +189,7 @@ def test_a_words_holders_and_support_agree_whether_listed_or_a_column(common, wo
 @pytest.mark.parametrize("bag", BAGS)
 @pytest.mark.parametrize("pick, n", [(slice(None), 20), (slice(None, None, 3), 5), (slice(10, 12), 20), (slice(0, 0), 5)])
 def test_top_among_ranks_those_rows_as_top_ranks_the_whole_folder(common, bag, pick, n):
-    # Feedback's second BM25 search (rag.search) reads only the first search's pool: the same scores, order
+    # Feedback's second BM25 search (rag.searching.search) reads only the first search's pool: the same scores, order
     # and ties as the whole folder's ranking, keeping the pool's rows.
     lex = _folder(common)
     rows = np.arange(lex.size)[pick]
@@ -215,7 +217,7 @@ def test_top_is_the_best_n_scoring_positions_ties_in_position_order(common, bag,
 def test_the_best_positions_are_a_plain_sorts_whichever_way_they_are_selected(shape, size, n):
     # `_best` reads blocks' maxima first when the scores fall in at least n blocks, else every positive score:
     # both give a plain sort's first n positive scores, ties in position order.
-    from rag.lexical import _best
+    from rag.indexing.bm25 import _best
 
     rng = np.random.default_rng(size + n)
     s = {"continuous": lambda: rng.random(size),

@@ -1,11 +1,11 @@
-"""rag/library.py on a real SQLite file in a temporary folder: records, the queue's rows, the index
+"""rag/indexing/library.py on a real SQLite file in a temporary folder: records, the queue's rows, the index
 folder's marker. (`WriterLock` has its worked example in the module.)"""
 
 from __future__ import annotations
 
 import pytest
 
-from rag.library import INDEX_MARKER, DocRecord, Library, Stamp, is_index_dir, mark_index_dir
+from rag.indexing.library import INDEX_MARKER, DocRecord, Library, Stamp, is_index_dir, mark_index_dir
 
 
 @pytest.fixture

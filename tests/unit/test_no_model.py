@@ -8,20 +8,20 @@ import pytest
 
 import rag
 import rag.engine
-import rag.judge
-import rag.multilingual
+import rag.deciding.judge
+import rag.indexing.multilingual
 from tests.unit.no_model import ModelLoaded
 
 
 @pytest.mark.parametrize("load, name", [
-    (lambda: rag.load_embedder(), "rag.embed.load_embedder"),
-    (lambda: rag.embed.load_embedder("all-MiniLM-L6-v2"), "rag.embed.load_embedder"),
-    (lambda: rag.engine.load_embedder(), "rag.embed.load_embedder"),
-    (lambda: rag.judge.load_judge(), "rag.judge.load_judge"),
-    (lambda: rag.engine.load_judge("anywhere"), "rag.judge.load_judge"),
-    (lambda: rag.judge.Judge(), "rag.judge.Judge.__init__"),
-    (lambda: rag.multilingual.load_multilingual(), "rag.multilingual.load_multilingual"),
-    (lambda: rag.engine.load_multilingual(), "rag.multilingual.load_multilingual"),
+    (lambda: rag.load_embedder(), "rag.indexing.embed.load_embedder"),
+    (lambda: rag.indexing.embed.load_embedder("all-MiniLM-L6-v2"), "rag.indexing.embed.load_embedder"),
+    (lambda: rag.engine.load_embedder(), "rag.indexing.embed.load_embedder"),
+    (lambda: rag.deciding.judge.load_judge(), "rag.deciding.judge.load_judge"),
+    (lambda: rag.engine.load_judge("anywhere"), "rag.deciding.judge.load_judge"),
+    (lambda: rag.deciding.judge.Judge(), "rag.deciding.judge.Judge.__init__"),
+    (lambda: rag.indexing.multilingual.load_multilingual(), "rag.indexing.multilingual.load_multilingual"),
+    (lambda: rag.engine.load_multilingual(), "rag.indexing.multilingual.load_multilingual"),
 ])
 def test_every_name_of_a_loader_refuses(no_model, load, name):
     with pytest.raises(ModelLoaded, match="loads no model"):
@@ -34,7 +34,7 @@ def test_an_engine_without_a_given_embedder_is_refused(no_model, tmp_path):
     settings = rag.load_settings(config=tmp_path / "none.toml", env={}, folder=tmp_path, index_dir=tmp_path / "i")
     with pytest.raises(ModelLoaded):
         rag.Engine(settings)
-    assert no_model.loads == ["rag.embed.load_embedder"]
+    assert no_model.loads == ["rag.indexing.embed.load_embedder"]
     no_model.loads.clear()
 
 

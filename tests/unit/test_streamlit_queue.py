@@ -22,8 +22,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
 
-import ui_files
-
+from app import ui_files
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -10,11 +10,11 @@ import re
 import pytest
 
 import rag
-import chat_view as view
-from rag.answer import answer
+from app import chat_view as view
+from rag.answering.answer import answer
 from rag.cli import print_turn, turn_to_json
 from rag.engine import Turn
-from rag.explain import LOST_HINT, names_note
+from rag.deciding.explain import LOST_HINT, names_note
 
 RULE = rag.SupportRule(min_support=0.5, close=0.3, close_support=0.2)
 

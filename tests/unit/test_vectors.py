@@ -1,4 +1,4 @@
-"""rag.vectors: the exact scan, the graph that replaces it in a large folder, and when a graph is built.
+"""rag.indexing.vectors: the exact scan, the graph that replaces it in a large folder, and when a graph is built.
 
 Vectors here are made, not embedded (the fast tier loads no model): passages on a few topics, each the unit
 mean of its topic's direction and noise, so neighbours are structured as a real model's are."""
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from rag.vectors import Cover, Graph, Graphs, among, nearest
+from rag.indexing.vectors import Cover, Graph, Graphs, among, nearest
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def test_a_mask_scans_the_rows_it_keeps_even_with_a_graph(built):
 
 @pytest.mark.parametrize("pick", [slice(None), slice(None, None, 7), slice(5, 6), slice(0, 0)])
 def test_among_ranks_the_rows_given_as_a_mask_would(built, pick):
-    # Feedback's second dense search (rag.search.dense_among): the pool's rows ranked exactly, ties in row
+    # Feedback's second dense search (rag.searching.search.dense_among): the pool's rows ranked exactly, ties in row
     # order, each distance the matrix's.
     m = built[0]
     m = np.vstack([m, m[:50]])  # duplicated rows: equal distances, which row order breaks
@@ -176,7 +176,7 @@ def test_a_new_graph_is_checked_on_the_snapshots_probes_and_not_read_back_for_li
 
 
 def test_a_graph_is_checked_against_the_scan_and_one_that_misses_too_much_is_not_used(built, monkeypatch, tmp_path):
-    import rag.vectors as vectors
+    import rag.indexing.vectors as vectors
 
     m, rows, graph = built
     probes = topical(30, seed=5)

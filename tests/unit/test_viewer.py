@@ -1,4 +1,4 @@
-"""rag/viewer.py without an index: `locate` on a hand-written file and a hand-made library record, and the
+"""rag/reading/viewer.py without an index: `locate` on a hand-written file and a hand-made library record, and the
 rectangles `marks_for` draws from character boxes."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import hashlib
 
 import pytest
 
-from rag.library import DocRecord
-from rag.viewer import Mark, ViewerError, locate, marks_for
+from rag.indexing.library import DocRecord
+from rag.reading.viewer import Mark, ViewerError, locate, marks_for
 
 TEXT = "# Guide\n\n## Limits\n\nUploads stop at 50 MB.\n"
 

@@ -1,4 +1,4 @@
-"""The word lists (`rag.words` over rag/wordlists/) and what is built from them, no model: the loader's
+"""The word lists (`rag.text.words` over rag/text/wordlists/) and what is built from them, no model: the loader's
 API and errors, the files' shape, one copy of each word, and the lists reaching the rules that read them
 (openers, measure words, units, number words) in both languages."""
 
@@ -11,15 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from rag import lexical, terms, words
-from rag.followup import is_followup, referred_words
-from rag.lexical import fold
+from rag.searching import terms
+from rag.text import lexical, words
+from rag.searching.followup import is_followup, referred_words
+from rag.text.lexical import fold
 
 LANGS = words.LANGUAGES
 
 
 def test_languages_are_the_data_files():
-    names = {f.name for f in resources.files("rag").joinpath("wordlists").iterdir()}
+    names = {f.name for f in resources.files("rag.text").joinpath("wordlists").iterdir()}
     assert names == {"en.toml", "pt.toml", "shared.toml"}
     assert LANGS == ("en", "pt")
 
@@ -75,7 +76,7 @@ def test_the_stopword_lists_named_exist(lang):
 
 def test_the_files_are_shipped_with_the_package():
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
-    assert "wordlists/*.toml" in pyproject["tool"]["setuptools"]["package-data"]["rag"]
+    assert "wordlists/*.toml" in pyproject["tool"]["setuptools"]["package-data"]["rag.text"]
 
 
 @pytest.mark.parametrize("tokens, text, matched", [

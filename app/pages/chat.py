@@ -1,0 +1,222 @@
+"""The chat: ask the folder, see the evidence or the reason for a refusal, move the threshold live.
+
+Each question is searched once (`engine.search`, with the conversation's earlier queries, so a follow-up
+is searched in its standalone form, shown as "Searched as: ..."); every rerun re-gates the last turn with
+the sidebar's threshold and chunk cap (`rag.deciding.gate`), so the slider changes verdicts, the answer and its
+citations without searching again. Answers are remembered per turn by answer mode and kept passages; an
+LLM answer streams into its place while it is written. Earlier turns keep the settings they were last
+shown with; changing the number of candidates searches the last question again.
+
+This page only draws: the turns and their settings are `chat_session.ChatSession`'s, what each turn shows
+(table, notes, refusal, cards) is `chat_view`'s. Document and generator text renders as inert text
+(escaped Markdown, `st.text`, or cells of `st.dataframe`). The folder box, the uploader and the indexing
+queue are the app's shared sidebar (`streamlit_app.py`).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import streamlit as st
+
+from app import chat_view as view
+import rag
+from app import ui
+from app import ui_files
+from app.chat_session import MODES, ChatSession, Controls
+from rag.deciding import diagnosis
+
+COLUMN = {"number": st.column_config.NumberColumn, "text": st.column_config.TextColumn,
+          "progress": st.column_config.ProgressColumn}
+
+ws = ui.workspace()
+engine = ws.engine
+defaults = engine.settings
+chat = ChatSession(st.session_state["turns"], lambda q: engine.threshold_choice(q).rule)  # ui.restore_chat
+
+# Read first, so that files attached in the chat are indexed (and reported) before the question is asked.
+prompt = st.chat_input("Ask a question about your documents (you can attach files too)",
+                       accept_file="multiple", key="chat")  # any type: see ui_files.add_documents
+prompt_text = ((prompt if isinstance(prompt, str) else prompt.text) or "").strip() if prompt is not None else ""
+prompt_files = [] if prompt is None or isinstance(prompt, str) else list(prompt.files or [])
+
+# The slider follows the engine's choice for the question on screen (the one being asked, else the last).
+choice = engine.threshold_choice(prompt_text or chat.last_question())
+st.session_state.setdefault("max_chunks", int(defaults.max_chunks))
+st.session_state.setdefault("candidates", int(defaults.candidates))
+st.session_state.setdefault("answer_mode", defaults.answer_mode)
+
+with st.sidebar:
+    st.subheader("Answering")
+    threshold = ui.threshold_slider(choice.value, label="Threshold (cosine distance)", min_value=0.0,
+                                    max_value=1.5, step=0.005, format="%.3f", help=view.HELP["threshold"])
+    st.caption(view.threshold_caption(choice, ui.threshold_set() is not None))
+    if ui.threshold_set() is not None:
+        st.button("Use the calibrated threshold", icon=":material/restart_alt:", on_click=ui.set_threshold,
+                  args=(None,), key="threshold_reset")
+    max_chunks = st.number_input("Max chunks", 1, 20, key="max_chunks", help=view.HELP["max_chunks"])
+    candidates = int(st.number_input("Candidates N", 1, 100, key="candidates", help=view.HELP["candidates"]))
+    settings = ui.session_settings()
+    mode = st.selectbox("Answer mode", list(MODES), key="answer_mode", help=view.HELP["answer_mode"])
+    if mode == "llm" and not settings.llm_base_url:
+        st.info(view.NO_LLM_SERVER, icon=":material/info:")
+    # A new chat gets a new id (and URL): the old one stays reachable by its own URL until it is dropped.
+    st.button("New chat", icon=":material/add_comment:", width="stretch", key="new_chat", on_click=ui.start_chat,
+              kwargs={"folder": st.session_state.get("folder")})
+    st.divider()
+
+now = Controls(threshold, int(max_chunks), mode)
+attached = ui_files.handle_uploads(ws, prompt_files, source="chat") if prompt_files else []
+
+
+def search(question: str, history: list[str]) -> rag.SearchResult:
+    # A follow-up is rewritten by the LLM only when the person chose the LLM mode and a server is set.
+    return ui.search(ws, question, candidates, history, settings.replace(answer_mode=mode))
+
+
+def say(note: view.Note) -> None:
+    getattr(st, note.kind)(note.text, **({"icon": note.icon} if note.icon else {}))
+
+
+def answer_for(turn: dict, gated: rag.Gated, mode_name: str, slot) -> tuple[rag.Answer, float]:
+    """The answer for these kept passages, streamed into `slot` while it is written, or the one remembered."""
+    key = ChatSession.answer_key(gated, mode_name, (settings.llm_base_url, settings.llm_model))
+    if (known := ChatSession.answer(turn, key)) is not None:
+        return known
+    problem, pieces = "", []
+    try:
+        generator = rag.make_generator(settings.replace(answer_mode=mode_name), engine.embedder)
+    except ValueError as exc:  # an llm_base_url that is not an http(s) URL: say so, answer extractively
+        generator = rag.make_generator(settings.replace(answer_mode="extractive"), engine.embedder)
+        problem = f"{exc}; showing the extractive answer"
+
+    def on_text(piece: str) -> None:
+        pieces.append(piece)
+        slot.markdown(ui.md_escape("".join(pieces)) + " ▌")
+
+    t0 = time.perf_counter()
+    # A server that cannot be reached is answer()'s business: it falls back and says why in `note`.
+    ans = engine.answer(gated, generator, standalone=turn["result"].query, on_text=on_text)
+    if problem:
+        ans.note = "; ".join(x for x in (problem, ans.note) if x)
+    return ChatSession.remember_answer(turn, key, (ans, (time.perf_counter() - t0) * 1000))
+
+
+def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
+    table = view.retrieval_table(gated, result)
+    frame = pd.DataFrame(table.rows, columns=table.columns)
+    styled = frame.style.apply(lambda col: table.colours, axis=0, subset=table.coloured)
+    st.dataframe(styled, hide_index=True, width="stretch", column_config={
+        name: COLUMN[c.kind](c.label, **c.options) for name, c in table.config.items()})
+
+
+def citation_cards(cards: list[view.Card]) -> None:
+    for card in cards:
+        with st.container(border=True):
+            if card.uncited:
+                st.caption(card.uncited)
+            st.markdown(card.anchor, unsafe_allow_html=True)  # only our own id goes through HTML
+            st.markdown(card.header)
+            st.caption(card.link, help=card.link_help)
+            st.page_link(ui.VIEWER_PAGE, label=card.label, icon=":material/open_in_new:",
+                         query_params=ui.viewer_params(card.citation))
+            st.text(card.quote)
+
+
+def render_turn(index: int, turn: dict) -> None:
+    turn_no, result = index + 1, turn["result"]
+    with st.chat_message("user"):
+        st.markdown(ui.md_escape(turn["question"]))
+    shown = chat.shown(index, now)
+    gated = rag.gate(result, shown.threshold, shown.max_chunks, shown.rule)
+    ans = ms = None
+    with st.chat_message("assistant"):
+        if result.searched_note:  # a follow-up, searched with what it refers to (or tried so)
+            st.caption(ui.md_escape(result.searched_note))
+        # Fixed places, whatever the state: the answer (or the refusal), then the sources. When the slider
+        # turns an answer into a refusal, an empty element takes the sources' place, so their cards go at
+        # once instead of lingering until the rest of the page is drawn.
+        head = st.container()
+        if gated.refusal is not None:
+            refusal = view.refusal_lines(gated, engine.indexing())
+            with head:
+                st.markdown(refusal.header)
+                st.text(refusal.text)
+                for line in refusal.lines:
+                    st.markdown(line)
+            st.empty()
+        else:
+            with head:
+                badge, slot = st.empty(), st.empty()
+                ans, ms = answer_for(turn, gated, shown.mode, slot)
+                by_llm = view.llm_refused(ans)
+                if by_llm:
+                    badge.markdown(view.LLM_REFUSED)
+                slot.markdown(ui.linkify(ans, gated.citations, href=ui.viewer_url, escape=ui.md_escape))
+                for note in view.answer_notes(ans, gated, shown.mode):
+                    say(note)
+            with st.container():
+                st.markdown(view.sources_heading(gated, by_llm))
+                read = set(ans.check.given) if ans.check is not None and by_llm else None
+                cited = set(ans.check.cited) if ans.check is not None and not ans.refused else None
+                citation_cards(view.citation_cards(turn_no, gated, engine.folder, read, cited))
+        st.caption(view.timing_caption(result, ans, ms, None if shown.live else shown.threshold))
+        with st.expander(view.retrieval_label(gated), expanded=shown.live):
+            st.caption(view.evidence_caption(gated, result))
+            if gated.codes_note:
+                st.caption(ui.md_escape(gated.codes_note))
+            st.caption(view.fusion_note(result, settings.rrf_k, settings.multilingual_weight_across))
+            retrieval_table(gated, result)
+            chosen = st.empty()  # in every state, so a list from an earlier answer never lingers
+            if ans is not None and ans.chosen:
+                chosen.markdown(view.chosen_markdown(ans))
+        why_not_found(turn, gated)
+
+
+def why_not_found(turn: dict, gated: rag.Gated) -> None:
+    """Paste the sentence you expected; the app says where it was lost or that it was in fact cited."""
+    with st.expander("Why wasn't it found?"):
+        expected = st.text_input("The sentence you expected the answer to come from", key=f"why-{turn['id']}",
+                                 placeholder="Paste it as it stands in your document")
+        if expected.strip():
+            key = (expected, gated.threshold, gated.max_chunks, tuple(gated.verdicts), len(engine.snapshot.chunks))
+            d = ChatSession.diagnosis(turn, key, lambda: diagnosis.why_not_found(engine, turn["result"], gated,
+                                                                                 expected))
+            st.markdown(f"**{ui.md_escape(d.verdict)}**: {ui.md_escape(d.message)}")
+            if d.straddles:
+                st.caption("It falls across these two chunks:")
+                for part in d.straddles:
+                    st.text(part)
+
+
+st.title("Chat with your folder")
+st.caption(view.intro_caption(engine.folder))
+ui_files.indexing_note(ws)
+ui_files.conflicts_note(ws)
+
+if prompt_text:
+    # Asked with its attachment, or just after a drop in the sidebar, a question is most likely about those
+    # files: wait (up to 20 s) for this session's files still being indexed before searching.
+    waiting = list(dict.fromkeys(attached + ui_files.unfinished_uploads(ws)))
+    waited = bool(waiting) and ui_files.wait_for(ws, waiting)
+    if waiting and not waited:
+        st.info(view.STILL_INDEXING, icon=":material/hourglass_top:")
+    chat.ask(prompt_text, search(prompt_text, chat.history()), candidates, now)
+    if chat.redraw(waited, ui.threshold_set() is not None, choice.value,
+                   lambda: engine.threshold_choice(prompt_text).value):
+        st.rerun()
+
+# The page redraws when the queue empties: a question asked before anything was indexed is searched again.
+if due := chat.due_search(candidates, bool(engine.snapshot.chunks)):
+    chat.searched_again(search(due.question, chat.history(-1)), candidates)
+    if chat.redraw(due.stale, ui.threshold_set() is not None, choice.value,
+                   lambda: engine.threshold_choice(due.question).value):
+        st.rerun()
+
+if not len(chat):
+    stats = engine.counts()
+    say(view.empty_chat_note(stats.chunks, stats.indexed, engine.indexing()))
+
+for i, turn in enumerate(chat.turns):
+    render_turn(i, turn)
