@@ -8,7 +8,7 @@ LLM answer streams into its place while it is written. Earlier turns keep the se
 shown with; changing the number of candidates searches the last question again.
 
 This page only draws: the turns and their settings are `chat_session.ChatSession`'s, what each turn shows
-(table, notes, refusal, cards) is `chat_view`'s. Document and generator text renders as inert text
+(table, notes, refusal, cards) is `chat_view`'s, and the widgets that draw them are `chat_widgets`'. Document and generator text renders as inert text
 (escaped Markdown, `st.text`, or cells of `st.dataframe`). The folder box, the uploader and the indexing
 queue are the app's shared sidebar (`streamlit_app.py`).
 """
@@ -17,18 +17,13 @@ from __future__ import annotations
 
 import time
 
-import pandas as pd
 import streamlit as st
 
-from app import chat_view as view
 import rag
-from app import ui
-from app import ui_files
+from app import chat_view as view
+from app import chat_widgets as widgets
+from app import ui, ui_files
 from app.chat_session import MODES, ChatSession, Controls
-from rag.deciding import diagnosis
-
-COLUMN = {"number": st.column_config.NumberColumn, "text": st.column_config.TextColumn,
-          "progress": st.column_config.ProgressColumn}
 
 ws = ui.workspace()
 engine = ws.engine
@@ -75,10 +70,6 @@ def search(question: str, history: list[str]) -> rag.SearchResult:
     return ui.search(ws, question, candidates, history, settings.replace(answer_mode=mode))
 
 
-def say(note: view.Note) -> None:
-    getattr(st, note.kind)(note.text, **({"icon": note.icon} if note.icon else {}))
-
-
 def answer_for(turn: dict, gated: rag.Gated, mode_name: str, slot) -> tuple[rag.Answer, float]:
     """The answer for these kept passages, streamed into `slot` while it is written, or the one remembered."""
     key = ChatSession.answer_key(gated, mode_name, (settings.llm_base_url, settings.llm_model))
@@ -101,27 +92,6 @@ def answer_for(turn: dict, gated: rag.Gated, mode_name: str, slot) -> tuple[rag.
     if problem:
         ans.note = "; ".join(x for x in (problem, ans.note) if x)
     return ChatSession.remember_answer(turn, key, (ans, (time.perf_counter() - t0) * 1000))
-
-
-def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> None:
-    table = view.retrieval_table(gated, result)
-    frame = pd.DataFrame(table.rows, columns=table.columns)
-    styled = frame.style.apply(lambda col: table.colours, axis=0, subset=table.coloured)
-    st.dataframe(styled, hide_index=True, width="stretch", column_config={
-        name: COLUMN[c.kind](c.label, **c.options) for name, c in table.config.items()})
-
-
-def citation_cards(cards: list[view.Card]) -> None:
-    for card in cards:
-        with st.container(border=True):
-            if card.uncited:
-                st.caption(card.uncited)
-            st.markdown(card.anchor, unsafe_allow_html=True)  # only our own id goes through HTML
-            st.markdown(card.header)
-            st.caption(card.link, help=card.link_help)
-            st.page_link(ui.VIEWER_PAGE, label=card.label, icon=":material/open_in_new:",
-                         query_params=ui.viewer_params(card.citation))
-            st.text(card.quote)
 
 
 def render_turn(index: int, turn: dict) -> None:
@@ -155,39 +125,23 @@ def render_turn(index: int, turn: dict) -> None:
                     badge.markdown(view.LLM_REFUSED)
                 slot.markdown(ui.linkify(ans, gated.citations, href=ui.viewer_url, escape=ui.md_escape))
                 for note in view.answer_notes(ans, gated, shown.mode):
-                    say(note)
+                    widgets.say(note)
             with st.container():
                 st.markdown(view.sources_heading(gated, by_llm))
                 read = set(ans.check.given) if ans.check is not None and by_llm else None
                 cited = set(ans.check.cited) if ans.check is not None and not ans.refused else None
-                citation_cards(view.citation_cards(turn_no, gated, engine.folder, read, cited))
+                widgets.citation_cards(view.citation_cards(turn_no, gated, engine.folder, read, cited))
         st.caption(view.timing_caption(result, ans, ms, None if shown.live else shown.threshold))
         with st.expander(view.retrieval_label(gated), expanded=shown.live):
             st.caption(view.evidence_caption(gated, result))
             if gated.codes_note:
                 st.caption(ui.md_escape(gated.codes_note))
             st.caption(view.fusion_note(result, settings.rrf_k, settings.multilingual_weight_across))
-            retrieval_table(gated, result)
+            widgets.retrieval_table(gated, result)
             chosen = st.empty()  # in every state, so a list from an earlier answer never lingers
             if ans is not None and ans.chosen:
                 chosen.markdown(view.chosen_markdown(ans))
-        why_not_found(turn, gated)
-
-
-def why_not_found(turn: dict, gated: rag.Gated) -> None:
-    """Paste the sentence you expected; the app says where it was lost or that it was in fact cited."""
-    with st.expander("Why wasn't it found?"):
-        expected = st.text_input("The sentence you expected the answer to come from", key=f"why-{turn['id']}",
-                                 placeholder="Paste it as it stands in your document")
-        if expected.strip():
-            key = (expected, gated.threshold, gated.max_chunks, tuple(gated.verdicts), len(engine.snapshot.chunks))
-            d = ChatSession.diagnosis(turn, key, lambda: diagnosis.why_not_found(engine, turn["result"], gated,
-                                                                                 expected))
-            st.markdown(f"**{ui.md_escape(d.verdict)}**: {ui.md_escape(d.message)}")
-            if d.straddles:
-                st.caption("It falls across these two chunks:")
-                for part in d.straddles:
-                    st.text(part)
+        widgets.why_not_found(engine, turn, gated)
 
 
 st.title("Chat with your folder")
@@ -216,7 +170,7 @@ if due := chat.due_search(candidates, bool(engine.snapshot.chunks)):
 
 if not len(chat):
     stats = engine.counts()
-    say(view.empty_chat_note(stats.chunks, stats.indexed, engine.indexing()))
+    widgets.say(view.empty_chat_note(stats.chunks, stats.indexed, engine.indexing()))
 
 for i, turn in enumerate(chat.turns):
     render_turn(i, turn)

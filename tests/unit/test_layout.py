@@ -143,3 +143,8 @@ def test_modules_are_of_a_readable_size():
 def test_the_checks_catch_a_circle_and_an_upward_import():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert stage("rag.text.lexical") < stage("rag.searching.search") < stage("rag.engine") < stage("app.ui")
+
+
+def test_test_file_names_are_unique_across_the_tiers():
+    names = [p.name for p in (ROOT / "tests").rglob("test_*.py")]
+    assert sorted(n for n in set(names) if names.count(n) > 1) == []
