@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import rag
-from rag.deciding.explain import names_note
+from rag.deciding.explain import names_note, percent
 from app.inert import md_escape, one_line
 
 
@@ -159,10 +159,11 @@ def _row(c: rag.Candidate, verdict: str, gated: rag.Gated) -> dict:
         "multi distance": c.side_distance,
         "distance": c.distance,
         "margin": gated.threshold - c.distance,
-        # Whole percents, rounded down: "29%", not "29.24%" beside "100%", and 49.9% (refused for holding
-        # under 50%) reads "49%", not "50%".
+        # Whole percents, as `percent` prints them on every other surface (numbers here, for the column to
+        # sort): held rounded down, "29%", not "29.24%" beside "100%", and 49.9% (refused for holding under
+        # 50%) reads "49%", not "50%"; needed (by its distance: less when close, more far out) rounded up, so
+        # a need of 24.5% reads "25%" here as in the refusal, never "24%".
         "support": rag.floored(c.support),
-        # By its distance: less when close, more far out; rounded up, so 66.7% needed never reads "66%".
         "needs": rag.ceiled(gated.rule.needed_by(c)),
         "lacks": ", ".join(c.lacking),
         "document": c.doc_name,
@@ -223,15 +224,12 @@ def _columns(gated: rag.Gated, result: rag.SearchResult) -> dict[str, Column]:
             help=f"Cosine distance to the question (0 = same meaning). Threshold {gated.threshold:.3f}.")),
         "margin": Column("number", "margin", dict(
             format="%+.3f", help="Threshold minus distance: at or above 0 passes the threshold")),
-        "support": Column("progress", f"support (≥ {rule.min_support:.0%})", dict(
+        "support": Column("progress", f"support (≥ {percent(rule.min_support, needed=True)})", dict(
             min_value=0.0, max_value=1.0, format="percent",
             help="Share of the question's own words (weighted by rarity in the folder) the passage holds. "
-                 f"Needs {rule.min_support:.0%}"
-                 + (f", or {rule.relaxation} unless the question names something the folder never mentions"
-                    if rule.relaxation else "")
-                 + (f"; {rule.ramp}" if rule.ramp else "")
-                 + (f"; {rule.rising}" if rule.rising else "")
-                 + ". A question naming something the folder never mentions fails every passage.")),
+                 f"A passage needs: {rag.evidence_rule(rule)}. A question naming something the folder never "
+                 "mentions gets no lower share for close passages, and fails every passage when it writes that "
+                 "name as a word.")),
         "needs": Column("number", "needs", dict(
             format="percent", width="small",
             help="The support this row needs at its distance: less when very close, more far out")),
@@ -250,37 +248,48 @@ def _columns(gated: rag.Gated, result: rag.SearchResult) -> dict[str, Column]:
 # --- the notes above the table ---------------------------------------------------------------------------
 
 def evidence_caption(gated: rag.Gated, result: rag.SearchResult) -> str:
-    """What a passage needed to be kept, in one line above the table: the judge's cut where it decides,
-    else the word share.
+    """What a passage needed to be kept, in one line above the table: the rule in force in the gate's own
+    words (`rag.evidence_rule`: the judge's cut where it decides, else the word share), then what this table
+    adds to it: where the calibrated distances come from, the words looked for, the multilingual cut in force.
 
     >>> result = rag.SearchResult("q", "q", [], {"dense": 0.6, "bm25": 0.4}, terms=("index", "stored"))
     >>> print(evidence_caption(rag.gate(result, 0.5, 4, rag.SupportRule(0.5)), result))
-    Evidence: cosine distance ≤ 0.500 and support ≥ 50% of the question's words (no lower share for close passages until the folder is calibrated). Words looked for: index\\, stored
+    Evidence: cosine distance ≤ 0.500; support at least 50\\%. No lower share for close passages until the folder is calibrated. Words looked for: index\\, stored
     """
     rule = gated.rule
+    said = f"Evidence: cosine distance ≤ {gated.threshold:.3f}; {md_escape(rag.evidence_rule(rule))}."
     if rule.judging:
-        return (f"Evidence: cosine distance ≤ {gated.threshold:.3f}; {md_escape(rag.evidence_rule(rule))}. "
-                "The rows the judge read come first, ordered by its ranks fused with retrieval's; a row it did "
-                "not read (–) cannot be cited." + unknown_names_note(result))
-    if rule.relaxation:
-        ramp = f"; then {rule.ramp}" if rule.ramp else ""
-        rising = f"; {rule.rising}, where unrelated questions start to find passages" if rule.rising else ""
-        close = f" ({rule.relaxation}, nearer than any unrelated question comes to this folder{ramp}{rising})"
-    else:
-        close = " (no lower share for close passages until the folder is calibrated)"
+        return (f"{said} The rows the judge read come first, ordered by its ranks fused with retrieval's; a row it "
+                f"did not read (–) cannot be cited.{across_note(gated)}" + unknown_names_note(result))
+    # Where the rule's calibrated distances come from: the caption's own, not the rule's.
+    why = ([f"the close distance, {rule.close:.3f}, is nearer than any unrelated question comes to this folder"]
+           if rule.relaxes else []) + ([f"past {rule.rise_from:.3f} unrelated questions start to find passages"]
+                                       if rule.rises else [])
+    said_why = "; ".join(why)
+    calibrated = (f" {said_why[:1].upper()}{said_why[1:]}." if why else
+                  " No lower share for close passages until the folder is calibrated.")
     judged = " The judge does not read this language well: the word tests decide." if result.judged else ""
-    return (f"Evidence: cosine distance ≤ {gated.threshold:.3f} and support ≥ {rule.min_support:.0%} of "
-            f"the question's words{close}.{judged}{across_note(gated)} Words looked for: "
+    return (f"{said}{calibrated}{judged}{across_note(gated)} Words looked for: "
             + (md_escape(", ".join(result.terms)) or "none") + unknown_names_note(result))
 
 
 def across_note(gated: rag.Gated) -> str:
-    """A sentence of the evidence caption when some candidate is in another language than the question's."""
+    """A sentence of the evidence caption when some candidate is in another language than the question's: the
+    multilingual cut in force for this table (the rule's calibrated cut, or the threshold where lower).
+
+    >>> row = rag.Candidate("c1", "d1", "x.md", "", "", "", 0, 9, None, None, "text", 1, 0.1, 0.7, 1, 1, 1.0,
+    ...                     side_distance=0.5, across=True)
+    >>> rule = rag.SupportRule(0.5, across_cut=0.55)
+    >>> across_note(rag.gate(rag.SearchResult("q", "q", [row], {}), 0.52, 4, rule))
+    " Rows in another language than the question's are judged by their multilingual distance, not their cosine distance: at most 0.520 here (the threshold, lower than the cut calibrated on this folder)."
+    """
     cut = gated.across_cut
     if cut is None or not any(gated.rule.reads_across(c) for c in gated.candidates):
         return ""
-    return (f" A passage in another language is judged by its multilingual distance (≤ {cut:.3f}: the cut "
-            "calibrated on this folder, or the threshold where lower) and the names the question writes.")
+    bound = ("the threshold, lower than the cut calibrated on this folder" if cut < gated.rule.across_cut
+             else "the cut calibrated on this folder")
+    return (" Rows in another language than the question's are judged by their multilingual distance, not their "
+            f"cosine distance: at most {cut:.3f} here ({bound}).")
 
 
 def unknown_names_note(result: rag.SearchResult) -> str:

@@ -439,7 +439,7 @@ def bare_encode(folder: Path, rels: list[str], batch: int = 256) -> dict:
     t = time.perf_counter()
     import rag
     from rag.indexing.chunk import chunk_document, strategy
-    from rag.engine import doc_id_for
+    from rag.indexing.indexer import doc_id_for
     from rag.reading.extract import extract
 
     embedder = rag.load_embedder()

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rag.engine import Engine, Turn
-from rag.deciding.explain import ceiled, evidence_rule, explain, names_note, percent
+from rag.deciding.explain import evidence_rule, explain, names_note, percent
 from rag.settings import Settings, load_settings
 
 
@@ -162,11 +162,12 @@ def print_turn(turn: Turn) -> None:
         lacks = f"  (lacks: {', '.join(c.lacking)})" if c.lacking else ""
         score = (f"{_fmt(c.judge if c.judge is None else f'{c.judge:.2f}'):>6} {_fmt(c.judge_rank):>3} "
                  if judged else "")
-        need = "    -" if rule.judging else f"{round(ceiled(rule.needed_by(c)) * 100):>4d}%"
+        # Rounded up, as the refusal and the diagnosis say it: a need is never printed lower than it is.
+        need = "-" if rule.judging else percent(rule.needed_by(c), needed=True)
         side = f"{_fmt(c.side_rank):>5} {_fmt(c.side_distance if c.side_distance is None else f'{c.side_distance:.3f}'):>6} " \
             if sided else ""
         print(f"{score}{c.fused_rank:>5} {_fmt(c.dense_rank):>5} {_fmt(c.bm25_rank):>5} {side}{c.distance:6.3f} "
-              f"{percent(c.support):>5} {need}  "
+              f"{percent(c.support):>5} {need:>5}  "
               f"{v:<26} {c.doc_name}{' / ' + c.section if c.section else ''}{lacks}")
 
 

@@ -6,7 +6,8 @@ search snapshot from the store). Then:
 
 - `search()` runs hybrid retrieval on the published snapshot; `threshold_choice()` picks the question's
   threshold (given, set, or the folder's calibration, computed here when what it depends on changed);
-  `gate()` (in `rag.deciding.gate`) decides; `answer()` writes the answer. `ask()` does all of it.
+  `decide()` gates the candidates (`rag.deciding.gate`); `answer()` writes the answer. `ask()` is the three in
+  order, and the chat calls the same three.
 - `documents()`, `document()`, `locate()`, `counts()`, `stats()`, `language_line()`, `language_warning()`: the
   library view.
 - `sync()`, `index_files()`, `remove()`, `reindex()`, `start()`, `enqueue()`, `rescan()` and the rest of the
@@ -56,11 +57,6 @@ from rag.settings import DEFAULT_THRESHOLD, Settings
 from rag.searching.terms import word_rules
 from rag.indexing.uploads import HELD_DIR, HeldUpload, already_there, held, peek, release, save_upload
 from rag.reading.viewer import Located, ViewerError, locate
-
-# Re-exported: tests and tools import these from here, where they were defined before indexing and uploads
-# moved to their own modules.
-from rag.indexing.indexer import doc_id_for  # noqa: E402,F401
-from rag.indexing.uploads import UploadConflict, UploadError, safe_name  # noqa: E402,F401
 
 
 # The unrelated questions' multilingual vectors, by model name (`Engine._calibration_side_vectors`).
@@ -496,6 +492,18 @@ class Engine:
         """The threshold a question gets when nobody gives one (`threshold_choice`)."""
         return self.threshold_choice(question).value
 
+    def decide(self, result: SearchResult, threshold: float | None = None, max_chunks: int | None = None,
+               rule: SupportRule | None = None) -> Gated:
+        """The one decision step: `result`'s candidates gated at `threshold` with `rule` (each by default what
+        `threshold_choice` gives the question), keeping at most `max_chunks` (default: the setting). The chat
+        calls it on every redraw with the slider's threshold and the rule its turn was asked under, so moving the
+        slider re-decides the same candidates without searching again; `ask` calls it once."""
+        if threshold is None or rule is None:
+            choice = self.threshold_choice(result.question)
+            threshold = choice.value if threshold is None else threshold
+            rule = choice.rule if rule is None else rule
+        return gate(result, threshold, self.settings.max_chunks if max_chunks is None else max_chunks, rule)
+
     def generator(self) -> Generator:
         return make_generator(self.settings, self.embedder)
 
@@ -507,9 +515,10 @@ class Engine:
     def ask(self, question: str, threshold: float | None = None, max_chunks: int | None = None,
             doc_ids: Sequence[str] | None = None, generator: Generator | None = None,
             history: Sequence[str] | None = None, on_text: Callable[[str], None] | None = None) -> Turn:
+        """A question's one path, the same for the chat and the CLI: search -> decide -> answer."""
         result = self.search(question, doc_ids=doc_ids, history=history)
         choice = self.threshold_choice(question, threshold)
-        gated = gate(result, choice.value, self.settings.max_chunks if max_chunks is None else max_chunks, choice.rule)
+        gated = self.decide(result, choice.value, max_chunks, choice.rule)
         return Turn(question, result, gated, self.answer(gated, generator, standalone=result.query, on_text=on_text),
                     choice)
 

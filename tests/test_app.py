@@ -713,3 +713,54 @@ def test_an_index_folder_deleted_while_the_app_runs_is_built_again_and_said(engi
     assert [doc for _, doc, _ in citations(at)] == ["heron.md"]
     at.run()
     assert not any("was deleted" in w for w in alerts(at, "warning"))  # said once, not on every run
+
+
+SURFACE_QUESTIONS = (
+    QUESTION,  # answered
+    "Does the app need internet access to work?",  # refused by the word test, at fractional needed shares
+    "Did the earliest build ever decline to respond?",  # refused by distance
+    "What is the upload limit for videos on YouTube?",  # names something the folder never mentions
+)
+
+
+def test_the_chat_and_the_cli_take_one_path_and_say_the_same(engine, folder, monkeypatch, capsys):
+    """The chat page and `rag ask` (its printed table and its --json) ask the same questions through the
+    engine's one path (search -> decide -> answer): the same candidates in the same order, the same verdicts,
+    distances and needed shares (each rounded the same way), and the same refusal sentence. The CLI runs
+    in-process on the app's engine (`rag.cli._engine` returns it): one index, one calibration."""
+    import json
+    import math
+
+    from rag import cli
+
+    monkeypatch.setattr(cli, "_engine", lambda args, folder=None: engine)
+    needs_seen = set()
+    for question in SURFACE_QUESTIONS:
+        at = app().run()
+        at.chat_input[0].set_value(question).run()
+        assert not at.exception, at.exception
+        chat = table(at)
+        assert cli.main(["ask", question, "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert cli.main(["ask", question]) == 0
+        printed = capsys.readouterr().out
+        rows = [r for r in printed.splitlines() if re.match(r"\s+\d+\s+(\d+|-)\s+(\d+|-)\s", r)]
+        assert len(rows) == len(out["candidates"]) == len(chat)
+        assert list(chat["verdict"]) == [c["verdict"] for c in out["candidates"]]
+        assert [round(d, 6) for d in chat["distance"]] == [round(c["distance"], 6) for c in out["candidates"]]
+        assert list(chat["document"]) == [c["doc_name"] for c in out["candidates"]]
+        # The needed share: the chat's number (shown as a percentage) and the CLI's printed percentage.
+        cli_needs = [int(re.search(r"\s(\d+)%\s{2}", r).group(1)) for r in rows]
+        assert [round(n * 100) for n in chat["needs"]] == cli_needs
+        # A need whose nearest whole percent is not its ceiling: a rounding that differed would show here.
+        g = engine.ask(question).gated
+        needs_seen.update(x for x in map(g.rule.needed_by, g.candidates) if round(x * 100) != math.ceil(x * 100 - 1e-7))
+        assert out["threshold"] == pytest.approx(threshold_slider(at).value)
+        if out["refused"]:
+            texts = [plain(t.value) for t in at.text]
+            assert out["answer"] in texts  # the refusal sentence, word for word
+            assert out["answer"] in printed
+        else:
+            assert not any(t.value.startswith("NO ANSWER") for t in at.text)
+            assert out["answer"].split(" [")[0] in plain(next(m.value for m in at.markdown if "](viewer?" in m.value))
+    assert needs_seen, "a needed share whose nearest and upward roundings differ was compared"

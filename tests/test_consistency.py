@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from rag.engine import doc_id_for
+from rag.indexing.indexer import doc_id_for
 from rag.searching.search import dense_top
 from rag.indexing.snapshot import Snapshot
 

@@ -222,7 +222,7 @@ def store_args(request):
 @pytest.mark.slow
 def test_sigkill_mid_indexing_at_several_points_loses_nothing(tmp_path, store_args):
     from rag.indexing.chunk import chunk_document
-    from rag.engine import doc_id_for
+    from rag.indexing.indexer import doc_id_for
     from rag.reading.extract import extract
 
     folder, index = tmp_path / "docs", tmp_path / "index"

@@ -244,7 +244,7 @@ def test_deleted_file_leaves_both_indexes(store_engine, tmp_path):
     gone = write(folder, "gone.md", ERR_DOC)
     engine = store_engine(folder)
     engine.sync()
-    doc_id = rag.engine.doc_id_for("gone.md")
+    doc_id = rag.indexing.indexer.doc_id_for("gone.md")
     assert engine.store.doc_chunk_ids(doc_id)
     gone.unlink()
     report = engine.sync()
@@ -254,7 +254,7 @@ def test_deleted_file_leaves_both_indexes(store_engine, tmp_path):
     assert all(c.doc_name != "gone.md" for c in engine.search("ERR-4017").candidates)
     assert engine.library.get(doc_id) is None
     # remove() from the library view does the same for a file still on disk
-    keep_id = rag.engine.doc_id_for("keep.md")
+    keep_id = rag.indexing.indexer.doc_id_for("keep.md")
     engine.remove(keep_id)
     assert engine.store.doc_chunk_ids(keep_id) == [] and engine.snapshot.chunks == []
 
@@ -335,7 +335,7 @@ def test_record_claiming_chunks_it_lacks_is_repaired_at_start_and_reindexed(stor
     write(folder, "b.md", "# B\n\n## Tides\n\nThe tide tables are printed every Monday.\n")
     engine = store_engine(folder, index_dir=tmp_path / "idx")
     engine.sync()
-    a = engine.library.get(rag.engine.doc_id_for("a.md"))
+    a = engine.library.get(rag.indexing.indexer.doc_id_for("a.md"))
     ids = engine.store.doc_chunk_ids(a.doc_id)
     assert a.status == "indexed" and a.chunks == len(ids) >= 2
     # As if a process died between deleting chunks and updating the record: the record says indexed
@@ -346,7 +346,7 @@ def test_record_claiming_chunks_it_lacks_is_repaired_at_start_and_reindexed(stor
     rec = engine2.library.get(a.doc_id)
     assert rec.status == "pending" and rec.content_hash == ""  # repaired at start-up...
     assert engine2.store.doc_chunk_ids(a.doc_id) == []  # ...its remaining chunks gone: no half document
-    assert {c.doc_id for c in engine2.snapshot.chunks} == {rag.engine.doc_id_for("b.md")}
+    assert {c.doc_id for c in engine2.snapshot.chunks} == {rag.indexing.indexer.doc_id_for("b.md")}
     report = engine2.sync()
     assert sorted((o.path, o.status) for o in report.outcomes) == [("a.md", "indexed"), ("b.md", "unchanged")]
     rec = engine2.library.get(a.doc_id)
@@ -423,7 +423,7 @@ def test_truncation_and_header_share_are_reported(make_engine, tmp_path):
 def test_filter_by_document_applies_before_search(store_engine, tmp_path):
     engine = synced(store_engine, tmp_path / "docs", {
         "errors.md": ERR_DOC, "garden.md": "# Garden\n\n## Water\n\nWater the tomatoes every morning.\n"})
-    garden = rag.engine.doc_id_for("garden.md")
+    garden = rag.indexing.indexer.doc_id_for("garden.md")
     result = engine.search("ERR-4017", doc_ids=[garden])
     assert result.candidates and {c.doc_name for c in result.candidates} == {"garden.md"}
 

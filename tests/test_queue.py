@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.engine import doc_id_for
+from rag.indexing.indexer import doc_id_for
 from rag.indexing.queue import CANCELLED, EMBEDDING, INDEXED, QUEUED, REMOVED
 
 ROOT = Path(__file__).resolve().parent.parent

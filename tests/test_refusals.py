@@ -18,7 +18,7 @@ from rag import SUPPORT, DISTANCE, EMPTY, SupportRule, gate
 from rag.deciding.calibration import KINDS, calibrate, choose_threshold, question_kinds, unrelated_questions
 from rag.cli import main as cli
 from rag.deciding.calibration import evidence_distance
-from rag.deciding.explain import absent_text, wordless_text
+from rag.deciding.explain import absent_text, percent, ramp_text, relaxation_text, rising_text, wordless_text
 from rag.deciding.rule import ABSENT, ACROSS, UNNAMED, WORDLESS
 from rag.searching import terms
 from rag.text.lexical import is_code
@@ -503,7 +503,7 @@ def test_far_out_a_passage_needs_more_of_the_question_words(make_engine, tmp_pat
     flat = make_engine(small_folder, index_dir=tmp_path / "idx-flat", rise_percentile=1.0)
     flat.sync()
     bluff = flat.ask(question)
-    assert bluff.gated.rule.rise_from == math.inf and bluff.gated.rule.rising == ""
+    assert bluff.gated.rule.rise_from == math.inf and rising_text(bluff.gated.rule) == ""
     assert [c.doc_name for c in bluff.gated.kept] == ["invoice_policy.pdf"], bluff.gated.refusal
     # Its own questions, in each language, still answer.
     for asked, doc in (("What is the code of the tool shed?", "garden.md"),
@@ -907,7 +907,7 @@ def test_an_empty_folder_is_not_said_to_never_mention_a_name(make_engine, capsys
     engine = make_engine()
     turn = engine.ask("Where is the Lisbon office?")
     assert turn.answer.refused and turn.gated.failed == EMPTY
-    assert turn.result.unknown_names == () and turn.gated.rule.relaxation == ""
+    assert turn.result.unknown_names == () and relaxation_text(turn.gated.rule) == ""
     assert cli(["--folder", str(engine.settings.folder), "--index-dir", str(engine.settings.index_dir),
                 "--config", str(engine.settings.folder / "none.toml"), "ask", "Where is the Lisbon office?"]) == 0
     out = capsys.readouterr().out
@@ -1071,7 +1071,7 @@ def test_an_answer_kept_only_as_close_paraphrases_carries_a_note(sample_engine):
     assert g.kept and g.paraphrase_only
     assert all(c.support < g.rule.min_support and c.distance <= g.rule.close for c in g.kept)
     assert {"k1", "b"} <= set(g.missing) and '"k1"' in g.paraphrase_note
-    assert f"{max(c.support for c in g.kept):.0%} of the question's words" in g.paraphrase_note
+    assert f"{percent(max(c.support for c in g.kept))} of the question's words" in g.paraphrase_note
     held = sample_engine.ask("How many commands does set-up take?").gated
     assert held.kept and any(c.support >= held.rule.min_support for c in held.kept)
     assert not held.paraphrase_only and held.paraphrase_note is None
@@ -1105,7 +1105,7 @@ def test_between_close_and_far_the_share_needed_grows_with_the_distance(sample_e
     step = make_engine(sample_folder, index_dir=tmp_path / "idx-step", ramp_support=0.5)
     step.sync()
     flat = step.ask(question).gated
-    assert not flat.rule.ramping and flat.rule.ramp == ""
+    assert not flat.rule.ramping and ramp_text(flat.rule) == ""
     same = [c for c in flat.candidates if (c.doc_name, c.start, c.end) == (right.doc_name, right.start, right.end)]
     assert same and same[0].support == pytest.approx(right.support)  # the same passage, found the same way
     assert flat.rule.needed_by(same[0]) == full > same[0].support and same[0] not in flat.kept
@@ -1206,7 +1206,7 @@ def test_the_rise_of_a_calibrated_language_and_of_an_unclear_one():
     assert (cal.rule("en", 0.5, 0.2).rise_from, cal.rule("pt", 0.5, 0.2).rise_from) == (0.7, 0.5)
     assert cal.rule("", 0.5, 0.2).rise_from == 0.5  # unclear: the earliest, the strictest
     flat = Calibration("f", 0.5, {"en": lang("en", None)})
-    assert flat.rule("en", 0.5, 0.2).rising == "" and flat.rule("", 0.5, 0.2).needed(0.79) == 0.5
+    assert rising_text(flat.rule("en", 0.5, 0.2)) == "" and flat.rule("", 0.5, 0.2).needed(0.79) == 0.5
     # Stored and read back with the rest of the calibration.
     assert Calibration.from_json(cal.to_json()).rule("en", 0.5, 0.2) == cal.rule("en", 0.5, 0.2)
 

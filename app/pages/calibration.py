@@ -25,6 +25,7 @@ import streamlit as st
 from app import ui
 import rag
 from rag.deciding import calibration as cal
+from rag.deciding.explain import evidence_summary
 from rag.text.languages import question_language
 from rag.deciding.needles import Question, load_questions, save_question
 from rag.deciding.sweep import Sweep, sweep
@@ -34,25 +35,28 @@ engine = ws.engine
 questions_path = Path(engine.settings.index_path) / "questions.jsonl"
 
 st.title("Calibration")
-st.caption("A passage is evidence when it is close enough to the question (the threshold) and the judge, which "
-           "reads the question and the passage together, finds that it answers (for a language the judge does not "
-           "read, when it holds the question's own words: the support test). Both are calibrated on this folder: "
-           "for each language, where only a few unrelated questions would still get an answer.")
 
 
+def rules_in_force(calibration: cal.Calibration | None) -> dict[str, rag.SupportRule]:
+    """The rule the gate applies to each calibrated language's questions (the engine's, for a question before
+    anything is calibrated): the judge decides in it only where it is on and calibrated for that language."""
+    if calibration is None:
+        return {"": engine.threshold_choice("").rule}
+    s = engine.settings
+    return {lang: calibration.rule(lang, s.min_support, s.close_support, s.ramp_support, s.judge_rules)
+            for lang in calibration.languages}
 
-def show(calibration: cal.Calibration) -> None:
+
+def show(calibration: cal.Calibration, rules: dict[str, rag.SupportRule]) -> None:
     """The calibration of every language, the sweep, and the form for a question of the person's own."""
     chosen = ui.threshold_set()
     explicit = chosen is not None
     in_use = {lang: (chosen if explicit else c.threshold) for lang, c in calibration.languages.items()}
-    s = engine.settings
     for lang, c in calibration.languages.items():
         said = c.describe()  # "calibrated for English: 0.704, where ..."
         # The rule the gate applies to this language's questions, in the gate's own words.
-        rule = calibration.rule(lang, s.min_support, s.close_support, s.ramp_support, s.judge_rules)
         st.markdown(f"{ui.md_escape(said[:1].upper() + said[1:])}. Besides the distance, a passage needs: "
-                    f"{ui.md_escape(rag.evidence_rule(rule))}.")
+                    f"{ui.md_escape(rag.evidence_rule(rules[lang]))}.")
     if explicit:
         st.info(f"The chat uses the threshold you set, {in_use[next(iter(in_use))]:.3f}, for every question.",
                 icon=":material/tune:")
@@ -110,8 +114,9 @@ def show(calibration: cal.Calibration) -> None:
             tooltip=["which", alt.Tooltip("threshold:Q", format=".3f")])
         st.altair_chart((base + rule).properties(height=220), width="stretch")
         if never:
-            st.caption("Never answered, at any threshold (no candidate holds enough of their words): "
-                       + ", ".join(f"{n} {k}" for k, n in never.items()))
+            # Not "holds enough of their words": where the judge decides, its score is the test.
+            st.caption("Never answered, at any threshold (no candidate passes this language's rule above, whatever "
+                       "its distance): " + ", ".join(f"{n} {k}" for k, n in never.items()))
 
     if sw is not None:
         st.subheader("The sweep")
@@ -174,7 +179,12 @@ def show(calibration: cal.Calibration) -> None:
 
 
 calibration = engine.calibrated()
+in_force = rules_in_force(calibration)
+# What decides, said from the rules in force: the judge only where it does (it is off by default).
+st.caption(f"A passage is evidence when it is close enough to the question (the threshold) and "
+           f"{ui.md_escape(evidence_summary(in_force))}. Both are calibrated on this folder: for each language, "
+           "where only a few unrelated questions would still get an answer.")
 if calibration is None:
     st.info("Nothing is indexed yet: add documents in the sidebar, then come back.")
 else:
-    show(calibration)
+    show(calibration, in_force)

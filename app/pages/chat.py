@@ -1,16 +1,16 @@
 """The chat: ask the folder, see the evidence or the reason for a refusal, move the threshold live.
 
-Each question is searched once (`engine.search`, with the conversation's earlier queries, so a follow-up
-is searched in its standalone form, shown as "Searched as: ..."); every rerun re-gates the last turn with
-the sidebar's threshold and chunk cap (`rag.deciding.gate`), so the slider changes verdicts, the answer and its
-citations without searching again. Answers are remembered per turn by answer mode and kept passages; an
-LLM answer streams into its place while it is written. Earlier turns keep the settings they were last
-shown with; changing the number of candidates searches the last question again.
+Each question is searched once (`engine.search`, with the conversation's earlier queries, so a follow-up is
+searched in its standalone form, shown as "Searched as: ..."); every rerun decides the last turn again with
+the sidebar's threshold and chunk cap (`engine.decide`, the step `rag ask` takes too), so the slider changes
+verdicts, the answer and its citations without searching again. Answers are remembered per turn by answer mode
+and kept passages; an LLM answer streams into its place while it is written. Earlier turns keep the settings
+they were last shown with; changing the number of candidates searches the last question again.
 
 This page only draws: the turns and their settings are `chat_session.ChatSession`'s, what each turn shows
-(table, notes, refusal, cards) is `chat_view`'s, and the widgets that draw them are `chat_widgets`'. Document and generator text renders as inert text
-(escaped Markdown, `st.text`, or cells of `st.dataframe`). The folder box, the uploader and the indexing
-queue are the app's shared sidebar (`streamlit_app.py`).
+(table, notes, refusal, cards) is `chat_view`'s, and the widgets that draw them are `chat_widgets`'. Document
+and generator text renders as inert text (escaped Markdown, `st.text`, or cells of `st.dataframe`). The folder
+box, the uploader and the indexing queue are the app's shared sidebar (`streamlit_app.py`).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def render_turn(index: int, turn: dict) -> None:
     with st.chat_message("user"):
         st.markdown(ui.md_escape(turn["question"]))
     shown = chat.shown(index, now)
-    gated = rag.gate(result, shown.threshold, shown.max_chunks, shown.rule)
+    gated = engine.decide(result, shown.threshold, shown.max_chunks, shown.rule)
     ans = ms = None
     with st.chat_message("assistant"):
         if result.searched_note:  # a follow-up, searched with what it refers to (or tried so)

@@ -12,7 +12,9 @@ why one candidate was kept or not (`Explanation.passage`).
 The text builders are here too: the refusal sentences (`refusal_text`, `unsupported_text`, `absent_text`,
 `wordless_text`, `unnamed_text`, `off_subject_text`, `judged_text`, `other_language_hint`), the caution
 beside an answer kept as close paraphrases (`paraphrase_text`), the evidence rule in words
-(`evidence_rule`) and the number formats they share (`quoted`, `percent`, `floored`, `ceiled`).
+(`evidence_rule`, with its parts `relaxation_text`, `ramp_text`, `rising_text`; which test decides:
+`evidence_summary`) and the number formats they share (`quoted`, `floored`, `ceiled`, and `percent`, through
+which every share is printed: a share held rounded down, a share needed rounded up).
 
 What it does not do: decide. Every verdict and number here comes from the gate; a surface adds only its
 markup (the chat bolds and escapes, the CLI prints lines).
@@ -28,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from rag.deciding.citations import locator
 from rag.deciding.rule import (ABSENT, ACROSS, CAPPED, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT,
@@ -240,8 +242,9 @@ def passage_text(gated: Gated, c: Candidate) -> str:
     if verdict == UNSUPPORTED:
         need = gated.rule.needed_by(c)
         lacks = f": it does not mention {', '.join(c.missing)}" if c.missing else ""
-        return (f"{close} but holds {percent(c.support)} of the question's words, under the {need:.0%} the "
-                f"support test asks{lacks}. Asking with the document's own words would find it.")
+        return (f"{close} but holds {percent(c.support)} of the question's words, under the "
+                f"{percent(need, needed=True)} the support test asks{lacks}. Asking with the document's own words "
+                "would find it.")
     return (f"Its chunk was a candidate (fused rank {c.fused_rank}) but its distance {c.distance:.3f} is over "
             f"the threshold {gated.threshold:.3f}; a threshold of {passing_threshold(c.distance):.3f} would let "
             "it through.")
@@ -268,13 +271,21 @@ def ceiled(share: float) -> float:
     return math.ceil(share * 100 - 1e-7) / 100
 
 
-def percent(share: float) -> str:
-    """`floored` as text.
+def percent(share: float, *, needed: bool = False) -> str:
+    """A share of the question's words in whole percents, rounded the safe way: every surface prints a share
+    through this one function (the refusal, the diagnosis, the evidence rule, the CLI's table; the chat's
+    table holds the same `floored` and `ceiled` numbers). A share a passage holds is rounded down
+    (`floored`): it never reads higher than it is, so 49.9%, refused for holding under 50%, reads "49%". A
+    share needed (`needed=True`: the support test's, at a passage's distance or in the rule) is rounded up
+    (`ceiled`): it never reads lower than it is, so a need of 24.5% reads "25%" beside a support of 24%
+    that fails it, in the table as in the refusal.
 
     >>> percent(0.499), percent(0.5), percent(0.2999999999), percent(1.0)
     ('49%', '50%', '30%', '100%')
+    >>> percent(0.245, needed=True), percent(0.5, needed=True), percent(0.5000000001, needed=True)
+    ('25%', '50%', '50%')
     """
-    return f"{round(floored(share) * 100):d}%"
+    return f"{round((ceiled if needed else floored)(share) * 100):d}%"
 
 
 def quoted(words: Sequence[str]) -> str:
@@ -297,7 +308,8 @@ def unsupported_text(threshold: float, question: str, missing: Sequence[str], be
         words = quoted(missing)
         return (f'{REFUSAL_PREFIX}: the passages under cosine distance {threshold:.3f} never mention {words} '
                 f'(words of "{question}")')
-    share = "" if best is None or min_support is None else f" (the best holds {percent(best)}; {min_support:.0%} needed)"
+    share = ("" if best is None or min_support is None else
+             f" (the best holds {percent(best)}; {percent(min_support, needed=True)} needed)")
     return (f'{REFUSAL_PREFIX}: no passage under cosine distance {threshold:.3f} mentions enough of the words of '
             f'"{question}"{share}')
 
@@ -416,6 +428,11 @@ def evidence_rule(rule: SupportRule) -> str:
     'the judge decides: a score of 0.42 or more (the cut calibrated for English), and the passage holds the names the question writes'
     >>> evidence_rule(SupportRule(0.5, 0.628, 0.2))
     'support at least 50%, 20% for a passage at distance ≤ 0.628'
+
+    Every share in it is a share needed, rounded up (`percent`): a close share of 24.5% reads "25%".
+
+    >>> evidence_rule(SupportRule(0.5, 0.4, 0.245, rise_from=0.7, rise_to=0.8))
+    'support at least 50%, 25% for a passage at distance ≤ 0.400, rising from 50% past 0.700 to every word at 0.800'
     """
     across = (f"; a passage in another language: multilingual distance ≤ {rule.across_cut:.3f} and the names the "
               "question writes" if rule.across_cut is not None else "")
@@ -425,8 +442,70 @@ def evidence_rule(rule: SupportRule) -> str:
         beside = [_JUDGE_RULE_TEXT[r] for r in rule.judge_rules if r in _JUDGE_RULE_TEXT]
         also = (", and " + "; ".join(beside)) if beside else ""
         return f"the judge decides: a score of {rule.judge_cut:.2f} or more{where}{also}{across}"
-    close = "".join(f", {x}" for x in (rule.relaxation, rule.ramp, rule.rising) if x)
-    return f"support at least {rule.min_support:.0%}{close}{across}"
+    close = "".join(f", {x}" for x in (relaxation_text(rule), ramp_text(rule), rising_text(rule)) if x)
+    return f"support at least {percent(rule.min_support, needed=True)}{close}{across}"
+
+
+def relaxation_text(rule: SupportRule) -> str:
+    """The close relaxation in words, for `evidence_rule` ("" when there is none: before any calibration).
+
+    >>> relaxation_text(SupportRule(0.5, 0.628, 0.2)), relaxation_text(SupportRule(0.5))
+    ('20% for a passage at distance ≤ 0.628', '')
+    """
+    if not rule.relaxes:
+        return ""
+    return f"{percent(rule.close_support, needed=True)} for a passage at distance ≤ {rule.close:.3f}"
+
+
+def ramp_text(rule: SupportRule) -> str:
+    """The growing share in words, for `evidence_rule` ("" when there is none).
+
+    >>> ramp_text(SupportRule(0.5, 0.4, 0.2, 0.6, 0.8, ramp_support=0.35)), ramp_text(SupportRule(0.5, 0.4, 0.2))
+    ('from 35% past 0.400 growing to 50% at 0.600', '')
+    """
+    if not rule.ramping:
+        return ""
+    return (f"from {percent(rule.ramp_start, needed=True)} past {rule.close:.3f} growing to "
+            f"{percent(rule.min_support, needed=True)} at {rule.rise_from:.3f}")
+
+
+def rising_text(rule: SupportRule) -> str:
+    """The far rise in words, for `evidence_rule` ("" when the share never rises).
+
+    >>> rising_text(SupportRule(0.5, 0.628, 0.2, 0.7, 0.8)), rising_text(SupportRule(0.5, 0.628, 0.2))
+    ('rising from 50% past 0.700 to every word at 0.800', '')
+    """
+    if not rule.rises:
+        return ""
+    return (f"rising from {percent(rule.min_support, needed=True)} past {rule.rise_from:.3f} to every word at "
+            f"{rule.rise_to:.3f}")
+
+
+def evidence_summary(rules: Mapping[str, SupportRule]) -> str:
+    """Which test decides, besides the distance, under the rules in force (`rules`: each question language's,
+    by its code): the judge only for the languages whose rule it decides, else the support test. For a page
+    that gives each language's rule in full beside it (`evidence_rule`).
+
+    >>> words, judged = SupportRule(0.5, 0.6, 0.2), SupportRule(0.5, judge_cut=0.4, judge_lang="en")
+    >>> print(evidence_summary({"en": words, "pt": words}))
+    it holds enough of the question's own words (the support test)
+    >>> print(evidence_summary({"en": judged}))
+    the judge, which reads the question and the passage together, finds that it answers
+    >>> print(evidence_summary({"en": judged, "pt": words}))  # doctest: +NORMALIZE_WHITESPACE
+    for English questions, the judge, which reads the question and the passage together, finds that it answers;
+    for Portuguese questions, it holds enough of the question's own words (the support test)
+    """
+    words = "it holds enough of the question's own words (the support test)"
+    judge = "the judge, which reads the question and the passage together, finds that it answers"
+    judged = [lang for lang, rule in rules.items() if rule.judging]
+    if not judged or len(judged) == len(rules):
+        return judge if judged else words
+
+    def named(langs: Sequence[str]) -> str:
+        return " and ".join(LANGUAGE_NAMES.get(x, x) for x in langs)
+
+    return (f"for {named(judged)} questions, {judge}; "
+            f"for {named([x for x in rules if x not in judged])} questions, {words}")
 
 
 def paraphrase_text(best: float, min_support: float, missing: Sequence[str]) -> str:
@@ -441,7 +520,7 @@ def paraphrase_text(best: float, min_support: float, missing: Sequence[str]) -> 
     words = quoted(missing[:4])
     lacking = f", and none mentions {words}" if words else ""
     return (f"Kept as close paraphrases: the passages hold at most {percent(best)} of the question's words "
-            f"({min_support:.0%} otherwise){lacking}. Check that they answer what you asked.")
+            f"({percent(min_support, needed=True)} otherwise){lacking}. Check that they answer what you asked.")
 
 
 def unsaid_note(gated: Gated) -> str | None:

@@ -2,7 +2,8 @@
 `SupportRule`, the evidence tests with the numbers calibration chose for a folder and a language.
 
 Data and tests only: `rag.deciding.gate` applies them to a search's candidates, `rag.deciding.explain` words
-them. See the gate's docstring for what each test asks of a passage.
+them (the rule itself too: `evidence_rule`, which prints every share it needs rounded up). See the gate's
+docstring for what each test asks of a passage.
 
 >>> from rag.searching.search import Candidate
 >>> row = Candidate("c1", "d1", "x.md", "", "", "", 0, 0, None, None, "text", 1, 0.1, 0.5, 1, 1, 1.0, support=0.4)
@@ -137,56 +138,37 @@ class SupportRule:
         return c.judge is not None and self.judge_cut is not None and c.judge + 1e-9 >= self.judge_cut
 
     @property
-    def relaxation(self) -> str:
-        """The close relaxation in words, for the screen ("" when there is none: before any calibration).
-
-        >>> SupportRule(0.5, 0.628, 0.2).relaxation, SupportRule(0.5).relaxation
-        ('20% for a passage at distance ≤ 0.628', '')
-        """
-        if self.close < 0:
-            return ""
-        return f"{self.close_support:.0%} for a passage at distance ≤ {self.close:.3f}"
+    def relaxes(self) -> bool:
+        """Whether a close passage needs less (`close_support`): not before any calibration (`close` -1)."""
+        return self.close >= 0
 
     @property
     def ramping(self) -> bool:
         """Whether the share needed grows between the close distance and `rise_from`."""
-        return (self.ramp_support is not None and self._ramp_start < self.min_support
+        return (self.ramp_support is not None and self.ramp_start < self.min_support
                 and 0 <= self.close < self.rise_from < math.inf)
 
     @property
-    def _ramp_start(self) -> float:
+    def ramp_start(self) -> float:
+        """The share needed just past the close distance, where it starts growing to `min_support`."""
         # Held between the two shares it joins: a person lowering min_support under it gets no odd bump.
         return min(max(self.ramp_support or 0.0, self.close_support), self.min_support)
 
     @property
-    def ramp(self) -> str:
-        """The growing share in words, for the screen ("" when there is none).
+    def rises(self) -> bool:
+        """Whether, far out, the share needed rises to every word (from `rise_from` to `rise_to`).
 
-        >>> SupportRule(0.5, 0.4, 0.2, 0.6, 0.8, ramp_support=0.35).ramp, SupportRule(0.5, 0.4, 0.2, 0.6, 0.8).ramp
-        ('from 35% past 0.400 growing to 50% at 0.600', '')
+        >>> SupportRule(0.5, 0.628, 0.2, 0.7, 0.8).rises, SupportRule(0.5, 0.628, 0.2).rises
+        (True, False)
         """
-        if not self.ramping:
-            return ""
-        return (f"from {self._ramp_start:.0%} past {self.close:.3f} growing to {self.min_support:.0%} "
-                f"at {self.rise_from:.3f}")
-
-    @property
-    def rising(self) -> str:
-        """The far rise in words, for the screen ("" when the share never rises).
-
-        >>> SupportRule(0.5, 0.628, 0.2, 0.7, 0.8).rising, SupportRule(0.5, 0.628, 0.2).rising
-        ('rising from 50% past 0.700 to every word at 0.800', '')
-        """
-        if not self.rise_from < self.rise_to < math.inf:
-            return ""
-        return f"rising from {self.min_support:.0%} past {self.rise_from:.3f} to every word at {self.rise_to:.3f}"
+        return self.rise_from < self.rise_to < math.inf
 
     def needed(self, distance: float, unknown_names: Sequence[str] = ()) -> float:
         if distance <= self.close and not unknown_names:
             return self.close_support
         if self.ramping and not unknown_names and self.close < distance < self.rise_from:
             grown = (distance - self.close) / (self.rise_from - self.close)
-            return self._ramp_start + (self.min_support - self._ramp_start) * grown
+            return self.ramp_start + (self.min_support - self.ramp_start) * grown
         if distance > self.rise_from and self.min_support > 0:
             share = min(1.0, (distance - self.rise_from) / max(self.rise_to - self.rise_from, 1e-9))
             return self.min_support + (1.0 - self.min_support) * share

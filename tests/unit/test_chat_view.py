@@ -176,9 +176,47 @@ def test_evidence_caption_under_the_judge_and_with_names_the_folder_never_mentio
     res = result(row(1, 0.2), unknown_names=("falcon",), absent_names=("falcon",))
     judging = rag.SupportRule(0.5, judge_cut=1.0, judge_lang="en")
     caption = plain(view.evidence_caption(rag.gate(res, 0.5, 4, judging), res))
-    assert caption.startswith("Evidence: cosine distance ≤ 0.500; ") and "The rows the judge read come first" in caption
+    assert caption.startswith(f"Evidence: cosine distance ≤ 0.500; {rag.evidence_rule(judging)}. ")
+    assert caption.startswith("Evidence: cosine distance ≤ 0.500; the judge decides: a score of 1.00 or more")
+    assert "The rows the judge read come first" in caption
     assert caption.endswith('. The question names "falcon", which the folder never mentions: no passage is '
                             "evidence for it")
+
+
+def test_evidence_caption_words_the_rule_in_force_as_every_surface_does():
+    # The words of the rule are rag.evidence_rule's (the CLI's and the Calibration page's); the caption adds
+    # where its calibrated distances come from, and the words looked for.
+    rule = rag.SupportRule(0.5, close=0.3, close_support=0.2, rise_from=0.7, rise_to=0.9, ramp_support=0.35)
+    res = result(row(1, 0.2))
+    gated = rag.gate(res, 0.5, 4, rule)
+    caption = plain(view.evidence_caption(gated, res))
+    assert caption == ("Evidence: cosine distance ≤ 0.500; support at least 50%, 20% for a passage at distance ≤ "
+                       "0.300, from 35% past 0.300 growing to 50% at 0.700, rising from 50% past 0.700 to every word "
+                       "at 0.900. The close distance, 0.300, is nearer than any unrelated question comes to this "
+                       "folder; past 0.700 unrelated questions start to find passages. Words looked for: index, stored")
+    assert caption.startswith(f"Evidence: cosine distance ≤ 0.500; {rag.evidence_rule(rule)}. ")
+    assert rag.evidence_rule(rule) in view.retrieval_table(gated, res).config["support"].options["help"]
+    # Before any calibration: the full share for every passage, and the caption says why.
+    flat = plain(view.evidence_caption(rag.gate(res, 0.5, 4, rag.SupportRule(0.5)), res))
+    assert flat.startswith("Evidence: cosine distance ≤ 0.500; support at least 50%. No lower share for close "
+                           "passages until the folder is calibrated.")
+    # A language the judge does not read: the word tests decide, and the caption says so.
+    judged = plain(view.evidence_caption(gated, result(row(1, 0.2), judged=3)))
+    assert "The judge does not read this language well: the word tests decide." in judged
+    assert "the judge decides" not in judged
+
+
+def test_evidence_caption_gives_the_multilingual_cut_in_force_for_rows_in_another_language():
+    across = row(1, 0.7, side_distance=0.5, across=True)
+    rule = rag.SupportRule(0.5, across_cut=0.55)
+    caption = plain(view.evidence_caption(rag.gate(result(across), 0.52, 4, rule), result(across)))
+    assert "a passage in another language: multilingual distance ≤ 0.550" in caption  # the rule's calibrated cut
+    assert "at most 0.520 here (the threshold, lower than the cut calibrated on this folder)" in caption
+    wide = plain(view.evidence_caption(rag.gate(result(across), 0.8, 4, rule), result(across)))
+    assert "at most 0.550 here (the cut calibrated on this folder)" in wide
+    # No row in another language: nothing beside the rule's own words.
+    assert "Rows in another language" not in plain(view.evidence_caption(rag.gate(result(row(1, 0.2)), 0.8, 4, rule),
+                                                                         result(row(1, 0.2))))
 
 
 def test_threshold_caption_and_the_empty_chat():
