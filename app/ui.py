@@ -39,8 +39,8 @@ import rag.deciding.citations
 from app.inert import md_escape, one_line  # noqa: F401 (the pages call them as ui.md_escape, ui.one_line)
 
 # Settings read per question, not when the index is opened: changing them never opens another engine.
-QUERY_TIME = ("threshold", "max_chunks", "candidates", "answer_mode", "answer_sentences", "llm_base_url",
-              "llm_model", "llm_api_key", "llm_timeout_s", "llm_context_tokens")
+QUERY_TIME = ("threshold", "max_chunks", "candidates", "answer_mode", "llm_base_url", "llm_model", "llm_api_key",
+              "llm_timeout_s")
 
 
 # --- links to the viewer -----------------------------------------------------------------------------
@@ -112,7 +112,7 @@ def _embedder(model: str, batch_size: int, languages: tuple[str, ...]) -> rag.Em
 def open_workspace(key: str, _settings: rag.Settings) -> Workspace:
     """One engine per folder and index for the whole process: every session and page shares it, and so
     its indexing queue, its worker thread and its folder watcher, started here once."""
-    emb = _embedder(_settings.model, _settings.embed_batch_size, _settings.model_languages)
+    emb = _embedder(_settings.tuning.model, _settings.tuning.embed_batch_size, _settings.tuning.model_languages)
     engine = rag.Engine(_settings, embedder=emb)
     engine.start()
     return Workspace(engine)

@@ -76,7 +76,7 @@ def add_documents(ws: Workspace) -> None:
         "Markdown, text or PDF", accept_multiple_files=True, key="uploader",
         on_change=lambda: handle_uploads(ws, list(st.session_state.get("uploader") or []), source="upload"),
         help=f"Saved into {engine.folder} and queued for indexing (in the background: keep asking "
-             f"meanwhile). Up to {engine.settings.max_upload_mb} MB each.")
+             f"meanwhile). Up to {engine.settings.tuning.max_upload_mb} MB each.")
     # Also here: a file the callback has seen is skipped (by its id), one it has not (a run that started
     # before the upload finished) is saved now.
     handle_uploads(ws, list(st.session_state.get("uploader") or []), source="upload")

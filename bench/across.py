@@ -72,7 +72,7 @@ def rows_for(engine, qs, results, unrelated, ceiling: float, ids: dict[str, str]
     rows = []
     for q, result in zip(qs, results):
         lang = result.language or q["lang"]
-        rule = calibration.rule(lang, s.min_support, s.close_support, s.ramp_support)
+        rule = calibration.rule(lang, s.tuning.min_support, s.tuning.close_support, s.tuning.ramp_support)
         kept = gate(result, calibration.threshold(lang), s.max_chunks, rule).kept
         needle = q.get("needle")
         rows.append({"kind": q["kind"], "split": split_of(ids[q["id"]]), "answered": bool(kept),

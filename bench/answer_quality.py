@@ -69,7 +69,7 @@ def run_folder(name: str, folder: Path, questions_path: Path, out: Path, embedde
     settings = load_settings(config=out / "none.toml", env={}, folder=folder, index_dir=out / f"idx-{name}")
     engine = rag.Engine(settings, embedder=embedder)
     engine.sync()
-    gen = ExtractiveGenerator(embedder, max_sentences=settings.answer_sentences)
+    gen = ExtractiveGenerator(embedder, max_sentences=settings.tuning.answer_sentences)
     rows, asked, refused = [], 0, 0
     for q, d in zip(load_questions(questions_path), raw):
         if q.refuse or (q.kind and q.kind != "answerable"):

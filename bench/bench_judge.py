@@ -99,7 +99,7 @@ def main(argv=None) -> int:
             search_off.append((time.perf_counter() - t) * 1000)
             int8.forget()
             t = time.perf_counter()
-            rerank(engine.search(q), int8, settings.judge_top)
+            rerank(engine.search(q), int8, settings.tuning.judge_top)
             search_on.append((time.perf_counter() - t) * 1000)
         engine.close()
     print(f"machine: {platform.processor() or platform.machine()}, {__import__('os').cpu_count()} cores; "
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
           f" a pair's score there against alone: median {pct(moved, .5):.2f}, largest {max(moved):.2f} logits apart")
     print(f"judge stage, N = 20 (fp32): p50 {pct(stage_fp32, .5):.0f} ms, p95 {pct(stage_fp32, .95):.0f} ms")
     print(f"whole search without the judge: p50 {pct(search_off, .5):.0f} ms, p95 {pct(search_off, .95):.0f} ms")
-    print(f"whole search with the judge (N = {settings.judge_top}, the default): p50 {pct(search_on, .5):.0f} ms, p95 {pct(search_on, .95):.0f} ms")
+    print(f"whole search with the judge (N = {settings.tuning.judge_top}, the default): p50 {pct(search_on, .5):.0f} ms, p95 {pct(search_on, .95):.0f} ms")
     print(f"calibration (800 unrelated questions): {cal['without']:.1f} s without the judge, {cal['with']:.1f} s with")
     return 0
 

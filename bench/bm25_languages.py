@@ -47,11 +47,11 @@ GRID = [(k1, b) for k1 in (0.9, 1.2, 1.5, 2.0) for b in (0.5, 0.75, 0.9)]
 def chunks_of(folder: Path) -> tuple[list, list[str]]:
     """The folder's chunks as the app makes them, and each one's language (its document's)."""
     s = load_settings(env={}, folder=folder)
-    how = strategy(s.chunk_strategy, s.chunk_budget)
+    how = strategy(s.tuning.chunk_strategy, s.tuning.chunk_budget)
     chunks, langs = [], []
     for p in sorted(folder.rglob("*")):
         if p.is_file() and p.suffix in (".md", ".txt"):
-            doc = extract_bytes(p.read_bytes(), p.name, max_chars=s.max_chars, max_pages=s.max_pages)
+            doc = extract_bytes(p.read_bytes(), p.name, max_chars=s.tuning.max_chars, max_pages=s.tuning.max_pages)
             cs = chunk_document(doc, p.name, how)
             chunks += cs
             langs += [detect_language(doc.text)] * len(cs)

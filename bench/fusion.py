@@ -16,7 +16,7 @@ Steps, each a subcommand:
 - `lexical`: the BM25 side alone on the same development questions, with each analyzer step switched
   off in turn (stopwords, stemming, accent folding, whole-code tokens, numbers) and other BM25 variants.
 - `nfcorpus`: fusion rules on NFCorpus's dev split through `lab.beir.run_beir` (the app's search);
-  `--rules feedback`: the feedback settings instead (passages, and rag.searching.search's FEEDBACK_* one at a time);
+  `--rules feedback`: the feedback settings instead (passages, and the other Tuning.feedback_* one at a time);
   `--split test`: the app before and after on the test split, with a paired sign test.
 - `report`: the chosen defaults through `Engine.search` itself on the held-out SQuAD half (and the
   sample set, which has no held-out half), with Wilson intervals and paired sign tests, before vs after;
@@ -312,28 +312,24 @@ def nfcorpus(out: Path, split: str = "dev", rule_set: str = "fusion") -> None:
     embedder = rag.load_embedder()
     base = load_settings(config=out / "none.toml", env={})
     data = load_beir(NFCORPUS, split)
-    ch = beir_chunks(data, strategy("E", base.chunk_budget))
-    lex = LexicalIndex.build(ch.texts, ["en"] * len(ch.texts), k1=base.bm25_k1, b=base.bm25_b)
+    ch = beir_chunks(data, strategy("E", base.tuning.chunk_budget))
+    lex = LexicalIndex.build(ch.texts, ["en"] * len(ch.texts), k1=base.tuning.bm25_k1, b=base.tuning.bm25_b)
     rules = [("rrf k=60 1:1 (before)", dict(fusion="rrf", dense_weight=1.0, bm25_weight=1.0, feedback=0)),
              ("zscore 0.6, no feedback", dict(feedback=0))]
     if split == "test":  # the held-out split: only the app before and after, compared per query
         rules.append(("shipped defaults (after)", {}))
-    elif rule_set == "feedback":  # feedback passages, and the rag.searching.search.FEEDBACK_* constants one at a time
+    elif rule_set == "feedback":  # feedback passages, and its other tuned values (Tuning.feedback_*) one at a time
         rules += [(f"feedback {k}", dict(feedback=k)) for k in (3, 5, 10)]
-        rules += [(f"feedback 5, {name} {v}", dict(feedback=5, **{const: v})) for name, const, vs in (
-            ("words", "FEEDBACK_TERMS", (0, 5, 20)), ("own share", "FEEDBACK_OWN", (0.3, 0.7, 1.0)),
-            ("dense", "FEEDBACK_DENSE", (0.0, 0.5, 2.0))) for v in vs]
+        rules += [(f"feedback 5, {name} {v}", dict(feedback=5, **{field: v})) for name, field, vs in (
+            ("words", "feedback_terms", (0, 5, 20)), ("own share", "feedback_own", (0.3, 0.7, 1.0)),
+            ("dense", "feedback_dense", (0.0, 0.5, 2.0))) for v in vs]
     else:
         rules += [(f"rrf k={k} 1:1", dict(fusion="rrf", rrf_k=k, dense_weight=1.0, bm25_weight=1.0, feedback=0))
                   for k in (20, 100)]
         rules += [(f"{m} dense={a}", dict(fusion=m, dense_weight=a, bm25_weight=round(1 - a, 2), feedback=0))
                   for m in ("zscore", "minmax") for a in (0.4, 0.5, 0.6, 0.7)]
     rows, per_query = [], {}
-    shipped = {c: getattr(rag.searching.search, c) for c in ("FEEDBACK_TERMS", "FEEDBACK_OWN", "FEEDBACK_DENSE")}
     for name, kw in rules:
-        kw = dict(kw)
-        for c in shipped:  # a constant under test, or the shipped value
-            setattr(rag.searching.search, c, kw.pop(c, shipped[c]))
         run = run_beir(NFCORPUS, embedder, base.replace(**kw), split=split, cache=out, data=data, lexical=lex)
         m, t = run.metrics["hybrid"], run.tests
         print(f"  {name:<24} nDCG@10 {m['ndcg@10']:.4f}  R@100 {m['recall@100']:.4f}  vs dense "
@@ -344,8 +340,6 @@ def nfcorpus(out: Path, split: str = "dev", rule_set: str = "fusion") -> None:
         after, before = per_query["shipped defaults (after)"], per_query["rrf k=60 1:1 (before)"]
         print(f"  after vs before, per-query nDCG@10: {sign_test(after, before)}")
         print(f"  after vs the same without feedback: {sign_test(after, per_query['zscore 0.6, no feedback'])}")
-    for c, v in shipped.items():
-        setattr(rag.searching.search, c, v)
     suffix = "-feedback" if rule_set == "feedback" and split != "test" else ""
     (out / f"fusion-nfcorpus-{split}{suffix}.json").write_text(json.dumps(rows, indent=1))
 
@@ -373,7 +367,7 @@ def report(out: Path, md: Path | None = None) -> None:
             holders = set(r["holders"])
             after[i] = next((c.fused_rank for c in result.candidates if snap.pos[c.chunk_id] in holders), None)
             weights_seen.setdefault(r["group"], set()).add(json.dumps(result.weights, sort_keys=True))
-        fusion = settings.fusion
+        fusion = settings.tuning.fusion
         engine.close()
     lines = [f"Held-out questions (SQuAD: the `test` half by id hash; sample set: all of it), through `Engine.search` "
              f"with the shipped defaults (fusion {fusion}). Rates with Wilson 95% intervals; sign tests are paired "

@@ -74,7 +74,7 @@ def engine_for(lang: str, out: Path, embedder, judge: dict, folder: Path | None 
 
 def collect(lang: str, out: Path, engine, limit: int = 0, questions: Path | None = None) -> dict:
     """Search every question and every unrelated question once (cached in `out`, per judge and folder)."""
-    top = engine.settings.judge_top
+    top = engine.settings.tuning.judge_top
     stamp = engine.judge.stamp if engine.judge else "nojudge"
     questions = questions or SQUAD / lang / "questions.jsonl"
     where = "" if questions.parent.parent == SQUAD else f"-{questions.parent.name}"
@@ -109,7 +109,7 @@ def configured(base, name: str):
     head, _, changes = name.partition(":")
     if head.startswith("judge-"):
         dropped = head[len("judge-"):]
-        s = s.replace(judge_rules=tuple(r for r in s.judge_rules if r != dropped))
+        s = s.replace(judge_rules=tuple(r for r in s.tuning.judge_rules if r != dropped))
     for kv in filter(None, changes.split(",")):
         k, v = kv.split("=", 1)
         s = s.replace(**{k if k.startswith("judge_") else f"judge_{k}": v})
@@ -143,7 +143,7 @@ def run(lang: str, data: dict, engine, config: str, ids: dict[str, str], heldout
     """Each question's row under one configuration, split by its article (`lab.heldout.row_split` on the
     held-out folder)."""
     s, judged = configured(engine.settings, config)
-    unrelated = {q: shipped_order(r, s.judge_top) if judged else fused_order(r) for q, r in data["unrelated"].items()}
+    unrelated = {q: shipped_order(r, s.tuning.judge_top) if judged else fused_order(r) for q, r in data["unrelated"].items()}
     saved, engine.settings = engine.settings, s
     if not judged:
         judge, engine.judge = engine.judge, None
@@ -155,10 +155,10 @@ def run(lang: str, data: dict, engine, config: str, ids: dict[str, str], heldout
             engine.judge = judge
     rows = []
     for q, result in zip(data["questions"], data["results"]):
-        result = fused_order(result) if not judged else shipped_order(result, s.judge_top)
+        result = fused_order(result) if not judged else shipped_order(result, s.tuning.judge_top)
         qlang = q.get("lang") or lang
-        rule = calibration.rule(qlang, s.min_support, s.close_support, s.ramp_support,
-                                s.judge_rules if judged else ())
+        rule = calibration.rule(qlang, s.tuning.min_support, s.tuning.close_support, s.tuning.ramp_support,
+                                s.tuning.judge_rules if judged else ())
         kept = gate(result, calibration.threshold(qlang), s.max_chunks, rule).kept
         needle = q.get("needle")
         article = ids[q["id"]]

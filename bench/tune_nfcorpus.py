@@ -67,7 +67,7 @@ if __name__ == "__main__":
         for k1, b in itertools.product((0.9, 1.2, 1.5), (0.4, 0.75)):
             run(f"k1={k1} b={b}", base.replace(bm25_k1=k1, bm25_b=b), lex(k1, b))
     if a.grid in ("fusion", "all"):
-        k1, b = base.bm25_k1, base.bm25_b
+        k1, b = base.tuning.bm25_k1, base.tuning.bm25_b
         # Reciprocal rank fusion, as tuned before bench/fusion.py chose normalised scores (document-level
         # fusion, once a row here, is gone: the app never ran it).
         rrf = base.replace(fusion="rrf")

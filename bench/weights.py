@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     grid = list(itertools.product(*(tuple(float(x) for x in v.split(",")) for v in (args.multilingual, args.dense))))
     defaults = load_settings(config=args.out / "none.toml", env={}, folder=SQUAD / "pt" / "docs")
-    default = (defaults.multilingual_weight, defaults.dense_weight_unread)
+    default = (defaults.tuning.multilingual_weight, defaults.tuning.dense_weight_unread)
     if default not in grid or (0.0, default[1]) not in grid:
         grid += [p for p in (default, (0.0, default[1])) if p not in grid]
     args.out.mkdir(parents=True, exist_ok=True)

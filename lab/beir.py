@@ -204,7 +204,7 @@ def run_beir(folder: str | Path, embedder, settings: Settings, *, split: str = "
     if fusion != "chunk":
         raise ValueError(f"fusion {fusion!r}: only 'chunk' (the app's search) is measured")
     data = data or load_beir(folder, split)
-    how = make_strategy(strategy, settings.chunk_budget)
+    how = make_strategy(strategy, settings.tuning.chunk_budget)
     t = time.perf_counter()
     ch = beir_chunks(data, how)
     chunk_s = time.perf_counter() - t
@@ -265,7 +265,7 @@ def run_beir(folder: str | Path, embedder, settings: Settings, *, split: str = "
                "q_embed_ms": q_embed_ms, "q_bm25_ms": float(np.median(tb)), "q_dense_ms": float(np.median(td)),
                "q_fusion_ms": float(np.median(tf))}
     s = run_settings
-    settings_used = {"k1": s.bm25_k1, "b": s.bm25_b, "fusion": s.fusion, "rrf_k": s.rrf_k,
+    settings_used = {"k1": s.tuning.bm25_k1, "b": s.tuning.bm25_b, "fusion": s.tuning.fusion, "rrf_k": s.tuning.rrf_k,
                      "weights": list(used.values()), "candidates": n, "depth": depth}
     return BeirRun(data.name, split, strategy, len(ch.doc_ids), len(ch.texts), len(qids), settings_used, metrics,
                    per_query, tests, timings, qids)

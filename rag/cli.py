@@ -51,7 +51,7 @@ def _bar(done: int, total: int, name: str) -> None:
 
 def cmd_index(args: argparse.Namespace) -> int:
     settings = load_settings(args.config, folder=args.folder_pos or args.folder, index_dir=args.index_dir)
-    if args.rebuild and settings.index_path.exists() and not settings.chroma_host:
+    if args.rebuild and settings.index_path.exists() and not settings.server.chroma_host:
         from rag.indexing.library import HELD_DIR, INDEX_MARKER, is_index_dir
 
         if not is_index_dir(settings.index_path):  # never delete a folder that is not an index made here
@@ -226,6 +226,7 @@ def cmd_status(args: argparse.Namespace) -> int:
           f"model {s.model}" + (f", multilingual side {engine.side.name}" if engine.side else ", multilingual side off")
           + (f"; {_files(len(pending))} pending" if pending else ""))
     print(engine.language_line(s))
+    print(f"tuning {engine.settings.tuning.fingerprint} (every value the project tuned; docs/settings.md)")
     if engine.indexer.side_error:
         print(engine.indexer.side_error)
     calibration = engine.calibrated()
@@ -322,7 +323,7 @@ def cmd_eval_needles(args) -> int:
     configs = list(dict.fromkeys((configs or [f"{s}/{m}" for s in ev.STRATEGIES for m in ev.MODES])
                                  + [c for pair in compare for c in pair]))
     at = [int(k) for k in args.at.split(",")]
-    embedder = load_embedder(settings.model, settings.embed_batch_size, settings.model_languages)
+    embedder = load_embedder(settings.tuning.model, settings.tuning.embed_batch_size, settings.tuning.model_languages)
     run = ev.evaluate_needles(questions, settings.folder, embedder, settings, configs)
     if args.json:
         print(json.dumps(run.to_json(compare, at), ensure_ascii=False, indent=1))
@@ -342,7 +343,7 @@ def cmd_eval_sweep(args) -> int:
     questions = load_questions(args.inp)
     if not questions:
         raise ValueError(f"no questions in {args.inp}")
-    embedder = load_embedder(settings.model, settings.embed_batch_size, settings.model_languages)
+    embedder = load_embedder(settings.tuning.model, settings.tuning.embed_batch_size, settings.tuning.model_languages)
     # A temporary index of the folder with the person's settings: their own index is never written to.
     with tempfile.TemporaryDirectory(prefix="rag-sweep-") as tmp:
         engine, _ = ev.open_engine(settings.folder, Path(tmp), embedder, settings)
@@ -362,7 +363,7 @@ def cmd_eval_beir(args) -> int:
 
     beir = _lab("beir")
     settings = _settings(args)
-    embedder = load_embedder(settings.model, settings.embed_batch_size, settings.model_languages)
+    embedder = load_embedder(settings.tuning.model, settings.tuning.embed_batch_size, settings.tuning.model_languages)
     run = beir.run_beir(args.dir, embedder, settings, split=args.split, strategy=args.strategy,
                         candidates=args.candidates, cache=Path(args.cache) if args.cache else None)
     if args.json:

@@ -50,7 +50,7 @@ from rag.answering.prompt import llm_client
 from rag.indexing.library import VISIBLE, DocRecord, Stamp, mark_index_dir
 from rag.indexing.queue import FolderWatcher, QueueItem
 from rag.searching.fusion import question_weights
-from rag.searching.search import FEEDBACK_RULE, SearchResult, hybrid_search
+from rag.searching.search import FEEDBACK_VERSION, SearchResult, hybrid_search
 from rag.indexing.snapshot import Snapshot
 from rag.indexing.vectors import GRAPH_PROBE_WORDS, GRAPH_PROBES
 from rag.settings import DEFAULT_THRESHOLD, Settings
@@ -106,8 +106,8 @@ class Engine:
         self.folder = Path(settings.folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         mark_index_dir(settings.index_path, self.folder)  # before anything writes there: what --rebuild may delete
-        self.embedder = embedder or load_embedder(settings.model, settings.embed_batch_size, settings.model_languages)
-        self.strategy = strategy(settings.chunk_strategy, settings.chunk_budget)
+        self.embedder = embedder or load_embedder(settings.tuning.model, settings.tuning.embed_batch_size, settings.tuning.model_languages)
+        self.strategy = strategy(settings.tuning.chunk_strategy, settings.tuning.chunk_budget)
         self.searches = 0  # how many searches ran: re-gating must not add to it
         self.calibrations = 0  # how many times the calibration was computed (not loaded) in this process
         self._calibration_lock = threading.Lock()
@@ -117,7 +117,7 @@ class Engine:
         self.judge_error = ""  # why the judge could not be loaded ("" when it was, or is off)
         self.judge: Judge | None = self._load_judge()
         # The multilingual side (rag.indexing.multilingual), None when it is off.
-        self.side: MultilingualEmbedder | None = (side or load_multilingual()) if settings.multilingual else None
+        self.side: MultilingualEmbedder | None = (side or load_multilingual()) if settings.tuning.multilingual else None
         # The write-group size is read from this module when the engine opens, so a caller that sets
         # `rag.engine.EMBED_GROUP` first (crash and queue tests do, for small write groups) gets it.
         self.indexer = Indexer(settings, self.embedder, self.strategy, after_change=self._after_change,
@@ -130,12 +130,12 @@ class Engine:
         self.queue = self.indexer.queue
 
     def _load_judge(self) -> Judge | None:
-        if not self.settings.judge:
+        if not self.settings.tuning.judge:
             return None
         try:
-            judge = load_judge(self.settings.judge_path or str(JUDGE_DIR))
-            if self.settings.judge_languages:
-                judge = judge.reading(self.settings.judge_languages)
+            judge = load_judge(self.settings.tuning.judge_path or str(JUDGE_DIR))
+            if self.settings.tuning.judge_languages:
+                judge = judge.reading(self.settings.tuning.judge_languages)
             return judge
         except (OSError, ValueError) as e:  # a missing or broken model: the word tests decide, and say so
             self.judge_error = f"the judge could not be loaded ({e}); the word tests decide"
@@ -145,10 +145,10 @@ class Engine:
                 within: float | None = None) -> SearchResult:
         """The result reordered by the judge (its first `top` candidates; `within`: only those at or under
         that distance), or as it is when the judge is off."""
-        if self.judge is None or not settings.judge:
+        if self.judge is None or not settings.tuning.judge:
             return result
         t0 = time.perf_counter()
-        out = rerank(result, self.judge, settings.judge_top if top is None else top, within=within)
+        out = rerank(result, self.judge, settings.tuning.judge_top if top is None else top, within=within)
         out.timings_ms = {**out.timings_ms, "judge": (time.perf_counter() - t0) * 1000}
         return out
 
@@ -264,7 +264,7 @@ class Engine:
         """Save uploaded bytes into the folder under a safe name; returns the relative path. Never over
         another file silently: `on_conflict` is "ask" (raise `UploadConflict`), "replace" or "rename"
         (`rag.indexing.uploads.save_upload`)."""
-        return save_upload(self.folder, name, data, lock=self.lock, max_upload_mb=self.settings.max_upload_mb,
+        return save_upload(self.folder, name, data, lock=self.lock, max_upload_mb=self.settings.tuning.max_upload_mb,
                            on_conflict=on_conflict, held_dir=self.held_dir)
 
     def already_there(self, name: str, data: bytes) -> str | None:
@@ -349,14 +349,14 @@ class Engine:
         """What the calibration depends on: the model, the chunker, the search and gate settings, the shipped
         question sets and the indexed content. The same fingerprint means the stored calibration holds."""
         s = self.settings
-        # Every tuned setting (Settings.tuning, whatever is added to it later), the settings a person changes
-        # that move a calibration, the versions of the rules in code, and what the folder holds.
-        key = [s.tuning, s.candidates, s.judge, self.embedder.name, self.embedder.dimension, self.strategy.version,
+        # The whole tuning (its fingerprint: every value, whatever is added to it later), the settings a person
+        # or a server sets that move a calibration, the versions of the rules in code, and what the folder holds.
+        key = [s.tuning.fingerprint, s.candidates, self.embedder.name, self.embedder.dimension, self.strategy.version,
                tuple(self.embedder.languages), sorted(self._languages), self._main_language(),
-               questions_digest(), GATE_RULES, word_rules(), FEEDBACK_RULE, self.indexer.content_key,
+               questions_digest(), GATE_RULES, word_rules(), FEEDBACK_VERSION, self.indexer.content_key,
                self.judge.stamp if self.judge else "", tuple(self.judge.languages) if self.judge else (),
-               self.side.name if self.side else "", s.search_reads,  # (the store's HNSW may miss a row memory finds)
-               s.feedback_pool]  # (it may place other rows 6-20, whose distances the calibration reads too)
+               self.side.name if self.side else "",
+               s.server.search_reads]  # (the store's HNSW may miss a row memory finds)
         return hashlib.sha1(repr(key).encode("utf-8")).hexdigest()
 
     def calibrated(self, stale_ok: bool = False, interrupt: Callable[[], bool] | None = None) -> Calibration | None:
@@ -407,22 +407,23 @@ class Engine:
             found = hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=s,
                                   weights=self.fusion_weights(s, question), vector=vector,
                                   side=self.side, side_vector=sides.get(question))
-            return self._judged(found, s, top=min(s.judge_top, s.calibration_judge_top), within=s.calibration_ceiling)
+            return self._judged(found, s, top=min(s.tuning.judge_top, s.tuning.calibration_judge_top), within=s.tuning.calibration_ceiling)
 
         return search
 
     def calibrate_with(self, search: Callable[[str, np.ndarray], SearchResult], s: Settings,
                        fingerprint: str = "") -> Calibration:
         """A calibration of this folder with the gate settings in `s` (the bench varies them)."""
-        judging = self.judge is not None and s.judge
+        judging = self.judge is not None and s.tuning.judge
         return calibrate(search, self._calibration_vectors(), fingerprint=fingerprint,
-                         min_support=s.min_support, close_support=s.close_support,
-                         budget=s.calibration_budget, floor=s.calibration_floor,
-                         ceiling=s.calibration_ceiling, close_percentile=s.close_percentile,
-                         rise_percentile=s.rise_percentile, ramp_support=s.ramp_support,
+                         min_support=s.tuning.min_support, close_support=s.tuning.close_support,
+                         budget=s.tuning.calibration_budget, floor=s.tuning.calibration_floor,
+                         ceiling=s.tuning.calibration_ceiling, close_percentile=s.tuning.close_percentile,
+                         rise_percentile=s.tuning.rise_percentile, ramp_support=s.tuning.ramp_support,
                          judge_langs=tuple(self.judge.languages) if judging else (),
-                         judge_budget=s.judge_budget, judge_floor=s.judge_floor, judge_rules=s.judge_rules,
-                         across_ceiling=s.across_ceiling)
+                         judge_budget=s.tuning.judge_budget, judge_floor=s.tuning.judge_floor,
+                         judge_rules=s.tuning.judge_rules, across_ceiling=s.tuning.across_ceiling,
+                         subject_share=s.tuning.subject_share, min_topic=s.tuning.min_topic)
 
     def _calibration_vectors(self, interrupt: Callable[[], bool] | None = None) -> dict[str, np.ndarray]:
         """The unrelated questions' embeddings: computed once per process (they depend only on the model)."""
@@ -471,8 +472,8 @@ class Engine:
         # rather than recompute it for each question; it is recomputed once the queue empties.
         calibration = self.calibrated(stale_ok=self.queue.busy())
         calibrated = calibration.threshold(lang) if calibration else None
-        rule = calibration.rule(lang, s.min_support, s.close_support, s.ramp_support, s.judge_rules) \
-            if calibration else SupportRule(s.min_support)
+        rule = calibration.rule(lang, s.tuning.min_support, s.tuning.close_support, s.tuning.ramp_support, s.tuning.judge_rules) \
+            if calibration else SupportRule(s.tuning.min_support)
         by_lang = s.thresholds_by_language
         if given is not None:
             return ThresholdChoice(given, "given", f"set by you: {given:.3f}", calibrated, rule)
@@ -545,8 +546,8 @@ class Engine:
     def locate(self, path: str, start: int, end: int, version: str | None = None) -> Located:
         """Where characters [start, end) of a document are, to show them marked (`rag.reading.viewer`); `version`:
         the start of the content hash the citation quoted, when it carries one."""
-        return locate(self.folder, self.document(path), start, end, max_chars=self.settings.max_chars,
-                      max_pages=self.settings.max_pages, version=version)
+        return locate(self.folder, self.document(path), start, end, max_chars=self.settings.tuning.max_chars,
+                      max_pages=self.settings.tuning.max_pages, version=version)
 
     def document_bytes(self, path: str) -> bytes:
         """The bytes of a document of this folder (read-only; `document()` decides what may be read)."""
@@ -636,7 +637,7 @@ def _holds_own_words(result: SearchResult, settings: Settings) -> bool:
     """Whether some candidate holds enough of the question's own words in full (`min_support`, or a code
     it names), and, for a follow-up, some of the question's before it: read off support alone, so the
     choice between two searches does not move with the slider."""
-    rule = SupportRule(min_support=settings.min_support)
+    rule = SupportRule(min_support=settings.tuning.min_support)
     return any(rule.holds_in_full(c) and not rule.off_subject(c) for c in result.candidates)
 
 

@@ -34,7 +34,7 @@ def make_engine(tmp_path, embedder):
         folder.mkdir(parents=True, exist_ok=True)
         overrides.setdefault("index_dir", tmp_path / f"index-{len(made)}")
         settings = load_settings(config=tmp_path / "none.toml", env={}, folder=folder, **overrides)
-        engine = Engine(settings, embedder=embedder if settings.model == rag.settings.DEFAULT_MODEL else None)
+        engine = Engine(settings, embedder=embedder if settings.tuning.model == rag.settings.DEFAULT_MODEL else None)
         made.append(engine)
         return engine
 

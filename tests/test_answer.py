@@ -81,7 +81,7 @@ def test_extractive_answers_are_quotes_with_valid_markers(sample_engine):
         parts = _segment(a.text, quotes)
         assert parts, f"not made of quotes with markers: {q!r} -> {a.text!r}"
         assert a.mode == "extractive" and not a.refused
-        assert 1 <= len(parts) <= sample_engine.settings.answer_sentences
+        assert 1 <= len(parts) <= sample_engine.settings.tuning.answer_sentences
         assert len({p for p, _ in parts}) == len(parts), "a sentence twice"
         for piece, n in parts:
             assert 1 <= n <= len(turn.gated.citations)

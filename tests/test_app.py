@@ -464,7 +464,7 @@ def test_md_escape_shows_the_same_characters():
 def test_streamlit_config_matches_the_engine():
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["server"]["address"] == "127.0.0.1"
-    assert config["server"]["maxUploadSize"] == rag.Settings().max_upload_mb
+    assert config["server"]["maxUploadSize"] == rag.Settings().tuning.max_upload_mb
     assert config["server"]["enableXsrfProtection"] is True
     assert config["browser"]["gatherUsageStats"] is False
 

@@ -89,7 +89,7 @@ def test_page_works_before_anyone_writes_a_question(tmp_path, monkeypatch):
     # The rule each language's passages must pass, in the gate's own words (it once described an old rule).
     s = engine.settings
     for lang, line in zip(("en", "pt"), lines):
-        rule = calibration.rule(lang, s.min_support, s.close_support, s.ramp_support, s.judge_rules)
+        rule = calibration.rule(lang, s.tuning.min_support, s.tuning.close_support, s.tuning.ramp_support, s.tuning.judge_rules)
         assert rag.evidence_rule(rule) in line
     # One chart per language, each with the calibrated and in-use thresholds drawn as rules.
     assert [h.value for h in at.subheader][:2] == ["Language: en", "Language: pt"]
@@ -103,6 +103,8 @@ def test_page_works_before_anyone_writes_a_question(tmp_path, monkeypatch):
     assert table["unrelated answered"].is_monotonic_increasing
     assert table["right passage kept"].iloc[-1] > 0.5  # the folder's own sentences find themselves
     assert "0 questions of your own" in at.caption[-1].value
+    # The tuning in force, named by its fingerprint, as `rag status` prints it.
+    assert any(f"Tuning {s.tuning.fingerprint}" in c.value for c in at.caption)
 
     # Pick a threshold for the chat, then go back to the calibrated ones.
     at.number_input(key="calibration_pick").set_value(0.5).run()

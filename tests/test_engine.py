@@ -295,7 +295,7 @@ def test_model_chosen_by_path_marks_stale_and_reindexes(store_engine, tmp_path, 
     assert rec.status == "indexed" and rec.stamp.model == engine2.embedder.name
     assert engine2.search("ERR-4017").candidates[0].doc_name == "a.md"
     names = [getattr(c, "name", c) for c in engine2.store.client.list_collections()]
-    names = [n for n in names if n.startswith(engine2.settings.collection_prefix + "-")]
+    names = [n for n in names if n.startswith(engine2.settings.server.collection_prefix + "-")]
     # The old model's collection is gone once nothing needs it; the multilingual side's stays.
     assert sorted(names) == sorted([engine2.store.name, engine2.indexer.side_store.name])
 

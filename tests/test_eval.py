@@ -324,13 +324,13 @@ def test_beir_run_on_a_small_benchmark(tmp_path, embedder):
     # The hybrid column is the app's search over the same snapshot: its documents, best chunk first.
     settings = load_settings(config=tmp_path / "none.toml", env={}, candidates=10)
     data = load_beir(tmp_path)
-    ch = beir_chunks(data, strategy("E", settings.chunk_budget))
+    ch = beir_chunks(data, strategy("E", settings.tuning.chunk_budget))
     vectors, _, _ = cached_vectors(embedder, ch.texts, None, "unused")
     snap = beir_snapshot(data, ch, vectors, settings)
     result = hybrid_search("coffee and sleep", embedder=embedder, snapshot=snap, settings=settings)
     assert result.candidates[0].doc_id == "d3" and result.candidates[0].title == "Coffee at night"
     assert run.per_query["hybrid"]["ndcg@10"][1] == 1.0  # q2: d3 first, as the search ranks it
-    assert run.settings["fusion"] == settings.fusion and run.settings["weights"] == [result.weights]
+    assert run.settings["fusion"] == settings.tuning.fusion and run.settings["weights"] == [result.weights]
     with pytest.raises(ValueError, match="only 'chunk'"):
         run_beir(tmp_path, embedder, settings, fusion="doc")
 

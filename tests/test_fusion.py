@@ -14,7 +14,8 @@ import numpy as np
 from rag.deciding.gate import gate
 from rag.text.lexical import analyze_query
 from rag.searching.fusion import FUSIONS, fuse, fused_order, normalise, question_weights
-from rag.searching.search import FEEDBACK_DENSE, FEEDBACK_OWN, dense_top, feedback
+from rag.searching.search import dense_top, feedback
+from rag.settings import Tuning
 from rag.settings import Settings
 
 DENSE = [("a", 0.9), ("b", 0.6), ("c", 0.3)]  # (id, cosine similarity), best first
@@ -112,8 +113,8 @@ def test_unknown_fusion_is_refused():
     ("en", ("en",), ("pt",), {"dense": 0.6, "bm25": 0.4, "multilingual": 0.0}),  # an English question about Portuguese notes
 ])
 def test_question_weights_follow_the_models_and_the_folders_languages(lang, model, folder, expected):
-    s = Settings(dense_weight=0.6, bm25_weight=0.4, dense_weight_unread=0.1, multilingual_weight=0.2,
-                 multilingual_weight_read=0.0)
+    s = Settings().replace(dense_weight=0.6, bm25_weight=0.4, dense_weight_unread=0.1, multilingual_weight=0.2,
+                           multilingual_weight_read=0.0)
     assert question_weights(s, lang, model, folder) == expected
 
 
@@ -188,11 +189,11 @@ def test_the_engine_weighs_each_question_by_its_language_and_explains_every_cand
     assert engine.embedder.languages == ("en",)  # MiniLM reads English only
     pt = engine.search("Quantos dias tenho para devoluções?")
     en = engine.search("How many days do I have to return something?")
-    assert pt.language == "pt" and pt.weights == {"dense": s.dense_weight_unread, "bm25": s.bm25_weight,
-                                                  "multilingual": s.multilingual_weight}
-    assert en.language == "en" and en.weights == {"dense": s.dense_weight, "bm25": s.bm25_weight,
-                                                  "multilingual": s.multilingual_weight_read}
-    assert pt.fusion == en.fusion == s.fusion == "zscore"
+    assert pt.language == "pt" and pt.weights == {"dense": s.tuning.dense_weight_unread, "bm25": s.tuning.bm25_weight,
+                                                  "multilingual": s.tuning.multilingual_weight}
+    assert en.language == "en" and en.weights == {"dense": s.tuning.dense_weight, "bm25": s.tuning.bm25_weight,
+                                                  "multilingual": s.tuning.multilingual_weight_read}
+    assert pt.fusion == en.fusion == s.tuning.fusion == "zscore"
     # The Portuguese question leans on BM25: its best BM25 hit, the returns section, comes first.
     assert pt.candidates[0].bm25_rank == 1 and "devoluções" in pt.candidates[0].content
     assert "Returns are accepted" in en.candidates[0].content
@@ -202,7 +203,7 @@ def test_the_engine_weighs_each_question_by_its_language_and_explains_every_cand
         # The other language's passages weigh the multilingual side more (neither other side reads across
         # languages); the question's own language's the three at the question's weights.
         assert {c.across for c in result.candidates} == {True, False}
-        wa = s.multilingual_weight_across
+        wa = s.tuning.multilingual_weight_across
         for c in result.candidates:
             # Every rank and normalised score is shown; the fused score is their weighted mean.
             assert c.dense_norm is not None and c.bm25_norm is not None and c.side_norm is not None
@@ -229,7 +230,7 @@ QUESTION = "How does the app decide to refuse a question?"
 
 def test_feedback_keeps_the_best_rows_and_orders_the_rest_by_a_second_search(sample_engine):
     s = sample_engine.settings
-    assert s.feedback == 5
+    assert s.tuning.feedback == 5
     snap = sample_engine.snapshot
     off = sample_engine.search(QUESTION, settings=s.replace(feedback=0))
     on = sample_engine.search(QUESTION)
@@ -240,7 +241,7 @@ def test_feedback_keeps_the_best_rows_and_orders_the_rest_by_a_second_search(sam
     qv = sample_engine.embedder.embed_batch([QUESTION])[0]
     # Rows after the fifth: their dense rank is their place in a scan with the question's vector moved
     # toward the five rows' mean; every row's distance is still to the question itself.
-    moved = qv + FEEDBACK_DENSE * snap.vectors[[snap.pos[c.chunk_id] for c in on.candidates[:5]]].mean(axis=0)
+    moved = qv + Tuning().feedback_dense * snap.vectors[[snap.pos[c.chunk_id] for c in on.candidates[:5]]].mean(axis=0)
     order = list(np.argsort(-(snap.vectors @ (moved / np.linalg.norm(moved))), kind="stable"))
     for c in on.candidates:
         assert c.distance == pytest.approx(1 - float(snap.vectors[snap.pos[c.chunk_id]] @ qv), abs=1e-5)
@@ -274,13 +275,13 @@ def test_feedback_with_a_pool_orders_the_rows_the_first_search_found_not_the_who
     placed = [snap.pos[c.chunk_id] for c in on.candidates[5:]]
     assert placed and set(placed) <= pool
     # Its dense ranks are places among the pool, by the moved vector.
-    moved = qv + FEEDBACK_DENSE * snap.vectors[[snap.pos[c.chunk_id] for c in on.candidates[:5]]].mean(axis=0)
+    moved = qv + Tuning().feedback_dense * snap.vectors[[snap.pos[c.chunk_id] for c in on.candidates[:5]]].mean(axis=0)
     rows = sorted(pool)
     order = [rows[i] for i in np.argsort(-(snap.vectors[rows] @ (moved / np.linalg.norm(moved))), kind="stable")]
     assert [order.index(r) + 1 for r, c in zip(placed, on.candidates[5:]) if c.dense_rank] == \
         [c.dense_rank for c in on.candidates[5:] if c.dense_rank]
     # The whole folder's second search (the default) places rows the first lists missed.
-    assert sample_engine.settings.feedback_pool == 0
+    assert sample_engine.settings.tuning.feedback_pool == 0
     whole = sample_engine.search(QUESTION)
     assert whole.pooled == 0 and "among the" not in whole.feedback_note
     # The calibration reads every row's distance, rows 6-20 included: a pool asks for a calibration of its own.
@@ -301,7 +302,7 @@ def test_feedback_gives_the_question_own_words_half_of_the_bm25_query(sample_eng
     assert sum(bag.values()) == pytest.approx(1.0)
     own = [t for t in analyze_query(QUESTION, snap.lexical.languages) if snap.lexical.known(t)]
     assert {"app", "decid", "refus", "question"} <= set(own) <= set(bag)
-    assert sum(bag[t] for t in own) >= FEEDBACK_OWN  # half, plus whatever the rows lend to the same words
+    assert sum(bag[t] for t in own) >= Tuning().feedback_own  # half, plus whatever the rows lend to the same words
     assert len(added) <= 10 and all(w == w.lower() for w in added)
 
 
@@ -327,6 +328,6 @@ def test_feedback_lends_only_words_of_the_question_language_and_no_numbers(sampl
 def test_feedback_off_or_negative(tmp_path):
     from rag import load_settings
 
-    assert load_settings(config=tmp_path / "none.toml", env={"RAG_FEEDBACK": "0"}).feedback == 0
+    assert load_settings(config=tmp_path / "none.toml", env={}, feedback=0).tuning.feedback == 0
     with pytest.raises(ValueError, match="feedback must be 0"):
-        load_settings(config=tmp_path / "none.toml", env={"RAG_FEEDBACK": "-1"})
+        load_settings(config=tmp_path / "none.toml", env={}, feedback=-1)

@@ -97,9 +97,9 @@ def test_one_writer_at_a_time_across_processes_and_a_reader_in_another(store_eng
     engine = store_engine(folder, index_dir=tmp_path / "idx")
     engine.sync()
     env = dict(os.environ, RAG_FOLDER=str(folder), RAG_INDEX_DIR=str(tmp_path / "idx"),
-               RAG_COLLECTION_PREFIX=engine.settings.collection_prefix)
-    if engine.settings.chroma_host:  # the other processes use the same server
-        env.update(RAG_CHROMA_HOST=engine.settings.chroma_host, RAG_CHROMA_PORT=str(engine.settings.chroma_port))
+               RAG_COLLECTION_PREFIX=engine.settings.server.collection_prefix)
+    if engine.settings.server.chroma_host:  # the other processes use the same server
+        env.update(RAG_CHROMA_HOST=engine.settings.server.chroma_host, RAG_CHROMA_PORT=str(engine.settings.server.chroma_port))
     (folder / "new.md").write_text(doc_text(50))
     engine.lock.acquire()
     try:

@@ -100,7 +100,7 @@ def test_on_a_real_folder_the_judge_puts_the_answering_passage_first(make_engine
     assert "every Thursday" in turn.gated.citations[0].quote
 
 
-def test_a_refusal_by_the_judge_names_it_in_the_engine_and_the_cli(make_engine, tmp_path, capsys):
+def test_a_refusal_by_the_judge_names_it_in_the_engine_and_the_cli(make_engine, tmp_path, capsys, monkeypatch):
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "kiln.md").write_text(KILN, encoding="utf-8")
@@ -112,9 +112,15 @@ def test_a_refusal_by_the_judge_names_it_in_the_engine_and_the_cli(make_engine, 
     assert "the judge read the passages under cosine distance" in turn.gated.refusal
     assert "English needs 50.00 or more" in turn.gated.refusal
     assert JUDGED_OUT in turn.gated.verdicts
+    # The judge is tuning: a rag.toml cannot turn it on (the start stops, naming the setting) ...
     (tmp_path / "rag.toml").write_text("judge = true\njudge_floor = 50.0\n", encoding="utf-8")
-    assert cli_main(["--config", str(tmp_path / "rag.toml"), "--folder", str(folder), "--index-dir",
-                     str(engine.settings.index_path), "ask", "On which day is the kiln fired?", "--json"]) == 0
+    args = ["--folder", str(folder), "--index-dir", str(engine.settings.index_path), "ask",
+            "On which day is the kiln fired?", "--json"]
+    assert cli_main(["--config", str(tmp_path / "rag.toml"), *args]) == 2
+    assert "setting judge, judge_floor (in " in capsys.readouterr().err
+    # ... while `rag ask` on an engine whose tuning a test built in code says what the chat says.
+    monkeypatch.setattr("rag.cli._engine", lambda args, folder=None: engine)
+    assert cli_main(args) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["refused"] and out["support_rule"]["judge_cut"] == 50.0
     assert all(c["judge"] is not None and c["judge_rank"] for c in out["candidates"])

@@ -307,9 +307,8 @@ def test_context_cap_leaves_out_the_lowest_ranked_sources(llm, upload_gated, emb
 def test_settings_and_environment_choose_the_generator(llm, embedder):
     base = dict(config="/nonexistent.toml")
     assert isinstance(make_generator(load_settings(env={}, **base), embedder), ExtractiveGenerator)
-    env = {"RAG_ANSWER_MODE": "llm", "RAG_LLM_BASE_URL": llm.url, "RAG_LLM_API_KEY": SECRET,
-           "RAG_LLM_CONTEXT_TOKENS": "1500"}
-    gen = make_generator(load_settings(env=env, **base), embedder)
+    env = {"RAG_ANSWER_MODE": "llm", "RAG_LLM_BASE_URL": llm.url, "RAG_LLM_API_KEY": SECRET}
+    gen = make_generator(load_settings(env=env, **base, llm_context_tokens=1500), embedder)
     assert isinstance(gen, LLMGenerator) and gen.context_tokens == 1500 and gen.client.model is None
     # No model named: the first one the server lists is used; a server that ignores "stream" is read too.
     llm.replies.append(Reply(body=json.dumps({"choices": [{"message": {"role": "assistant", "content": "Hi [1]."}}]})))

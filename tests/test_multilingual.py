@@ -64,7 +64,7 @@ def test_an_unrelated_question_in_another_language_is_refused_by_the_multilingua
 
 def test_the_calibration_chooses_the_cut_on_the_unrelated_questions_and_says_so(mixed):
     cal = mixed.calibrated()
-    ceiling = mixed.settings.across_ceiling
+    ceiling = mixed.settings.tuning.across_ceiling
     for lang in ("en", "pt"):
         c = cal.languages[lang]
         assert c.across_cut is not None and 0 < c.across_cut <= ceiling

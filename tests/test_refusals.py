@@ -493,7 +493,7 @@ def test_far_out_a_passage_needs_more_of_the_question_words(make_engine, tmp_pat
     question = "What is the monthly condominium fee?"
     turn = engine.ask(question)
     rule = turn.gated.rule
-    assert rule.rise_from < rule.rise_to == engine.settings.calibration_ceiling
+    assert rule.rise_from < rule.rise_to == engine.settings.tuning.calibration_ceiling
     assert engine.calibrated().languages["en"].rise_from == rule.rise_from
     invoice = next(c for c in turn.gated.candidates if c.doc_name == "invoice_policy.pdf" and "late fee" in c.content)
     assert invoice.distance > rule.rise_from and rule.min_support <= invoice.support < rule.needed_by(invoice)
@@ -586,7 +586,7 @@ def test_close_paraphrases_answer_with_fewer_words_but_not_with_one_common_word(
     rule = turn.threshold.rule
     low = rule.close_support
     assert turn.result.language == lang and turn.gated.kept, turn.gated.refusal
-    assert low == sample_engine.settings.close_support == 0.20
+    assert low == sample_engine.settings.tuning.close_support == 0.20
     assert rule.close == sample_engine.calibrated().languages[lang].close
     assert any(low <= c.support < 0.5 for c in turn.gated.kept)  # kept through the close rule only
     close_few = [v for c, v in zip(turn.gated.candidates, turn.gated.verdicts)
@@ -950,6 +950,7 @@ def test_calibrated_threshold_is_used_until_a_person_sets_one(make_engine, sampl
     status = capsys.readouterr().out
     assert f"threshold calibrated for English: {en:.3f}" in status and "calibrated for Portuguese" in status
     assert re.search(r"^Languages: English \d+%, Portuguese \d+%\. In Portuguese: ", status, re.M), status
+    assert f"tuning {rag.Settings().tuning.fingerprint} " in status  # the tuning in force, by its fingerprint
 
     # A threshold in the settings wins over the calibration; language_thresholds wins over both.
     fixed = make_engine(sample_folder, index_dir=tmp_path / "idx", threshold=0.61, language_thresholds="pt=0.33")
@@ -1033,7 +1034,7 @@ def test_a_recipes_folder_keeps_answering_recipe_questions(make_engine, tmp_path
 
 def test_settings_reject_bad_values_with_the_settings_name():
     with pytest.raises(ValueError, match="setting min_support: 'lots' is not a number"):
-        rag.load_settings(env={"RAG_MIN_SUPPORT": "lots"})
+        rag.load_settings(env={}, min_support="lots")
     with pytest.raises(ValueError, match="setting max_chunks: '2.5' is not a whole number"):
         rag.load_settings(env={"RAG_MAX_CHUNKS": "2.5"})
     assert rag.load_settings(env={"RAG_THRESHOLD": ""}).threshold is None
@@ -1093,7 +1094,7 @@ def test_between_close_and_far_the_share_needed_grows_with_the_distance(sample_e
     right = g.kept[0]
     assert rule.close < right.distance < rule.rise_from
     grown = (right.distance - rule.close) / (rule.rise_from - rule.close)
-    start, full = sample_engine.settings.ramp_support, sample_engine.settings.min_support
+    start, full = sample_engine.settings.tuning.ramp_support, sample_engine.settings.tuning.min_support
     assert rule.needed_by(right) == pytest.approx(start + (full - start) * grown)
     assert rule.needed_by(right) <= right.support < rule.min_support
     assert g.paraphrase_only and '"launch"' in g.paraphrase_note

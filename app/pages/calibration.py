@@ -43,7 +43,7 @@ def rules_in_force(calibration: cal.Calibration | None) -> dict[str, rag.Support
     if calibration is None:
         return {"": engine.threshold_choice("").rule}
     s = engine.settings
-    return {lang: calibration.rule(lang, s.min_support, s.close_support, s.ramp_support, s.judge_rules)
+    return {lang: calibration.rule(lang, s.tuning.min_support, s.tuning.close_support, s.tuning.ramp_support, s.tuning.judge_rules)
             for lang in calibration.languages}
 
 
@@ -81,7 +81,7 @@ def show(calibration: cal.Calibration, rules: dict[str, rag.SupportRule]) -> Non
             with st.spinner(f"Searching {len(asked)} questions…"):
                 cached = (key, [engine.search(q.question) for q in asked])
             st.session_state["calibration_results"] = cached
-        return sweep(engine, asked, budget=engine.settings.calibration_budget, results=cached[1])
+        return sweep(engine, asked, budget=engine.settings.tuning.calibration_budget, results=cached[1])
 
 
     sw = measured()
@@ -183,7 +183,8 @@ in_force = rules_in_force(calibration)
 # What decides, said from the rules in force: the judge only where it does (it is off by default).
 st.caption(f"A passage is evidence when it is close enough to the question (the threshold) and "
            f"{ui.md_escape(evidence_summary(in_force))}. Both are calibrated on this folder: for each language, "
-           "where only a few unrelated questions would still get an answer.")
+           "where only a few unrelated questions would still get an answer. "
+           f"Tuning {engine.settings.tuning.fingerprint}: every value the project tuned (docs/settings.md).")
 if calibration is None:
     st.info("Nothing is indexed yet: add documents in the sidebar, then come back.")
 else:

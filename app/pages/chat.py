@@ -136,7 +136,7 @@ def render_turn(index: int, turn: dict) -> None:
             st.caption(view.evidence_caption(gated, result))
             if gated.codes_note:
                 st.caption(ui.md_escape(gated.codes_note))
-            st.caption(view.fusion_note(result, settings.rrf_k, settings.multilingual_weight_across))
+            st.caption(view.fusion_note(result, settings.tuning.rrf_k, settings.tuning.multilingual_weight_across))
             widgets.retrieval_table(gated, result)
             chosen = st.empty()  # in every state, so a list from an earlier answer never lingers
             if ans is not None and ans.chosen:

@@ -45,6 +45,7 @@ from rag.answering.llm import LLMError
 from rag.answering.generator import Generator
 from rag.answering.prompt import LLMGenerator, Prompt, llm_client
 from rag.searching.terms import holds_value, identifier_numbers, question_terms
+from rag.settings import Tuning
 from rag.text.words import alternation, every
 
 
@@ -91,10 +92,15 @@ class AnswerRule:
     Portuguese) and are reported on the test half and the sample folder: bench/answer_quality.py.
     """
 
-    margin: float | None = 0.25
-    min_support: float | None = 0.25
-    support_margin: float | None = 0.0
-    new_words: bool = True
+    margin: float | None = Tuning.answer_margin
+    min_support: float | None = Tuning.answer_min_support
+    support_margin: float | None = Tuning.answer_support_margin
+    new_words: bool = Tuning.answer_new_words
+
+    @classmethod
+    def of(cls, tuning: Tuning) -> "AnswerRule":
+        """The rule a tuning holds (`Tuning.answer_*`)."""
+        return cls(tuning.answer_margin, tuning.answer_min_support, tuning.answer_support_margin, tuning.answer_new_words)
 
     def keeps(self, best: ChosenSentence, c: ChosenSentence, covered: set[str] | frozenset[str] = frozenset(),
               support: float | None = None) -> bool:
@@ -113,7 +119,7 @@ class AnswerRule:
         return self.new_words and any(w not in covered for w in c.words)
 
 
-ANSWER_RULE = AnswerRule()
+ANSWER_RULE = AnswerRule.of(Tuning())  # the shipped rule
 EVERY_SENTENCE = AnswerRule(None, None, None, False)  # the earlier rule: the best few, however far off
 
 
@@ -298,12 +304,13 @@ def _without_row_pipes(text: str, start: int, end: int) -> tuple[int, int]:
 
 def make_generator(settings, embedder: Embedder) -> Generator:
     """The generator the settings ask for: extractive, or an LLM with the extractive as its fallback."""
-    extractive = ExtractiveGenerator(embedder, max_sentences=settings.answer_sentences)
+    extractive = ExtractiveGenerator(embedder, max_sentences=settings.tuning.answer_sentences,
+                                     rule=AnswerRule.of(settings.tuning))
     if settings.answer_mode != "llm":
         return extractive
     if not settings.llm_base_url:
         return _Unconfigured(extractive)
-    return LLMGenerator(llm_client(settings), settings.llm_context_tokens, fallback=extractive)
+    return LLMGenerator(llm_client(settings), settings.tuning.llm_context_tokens, fallback=extractive)
 
 
 class _Unconfigured:

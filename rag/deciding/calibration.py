@@ -54,13 +54,12 @@ from rag.deciding.rule import SupportRule
 from rag.text.lexical import LANGUAGE_NAMES
 from rag.text.words import LANGUAGES as WORDLIST_LANGUAGES
 from rag.searching.search import SearchResult
+from rag.settings import Tuning
 
 QUESTIONS_DIR = Path(__file__).resolve().parent / "questions"
 LANGUAGES = ("en", "pt")
 # The kinds of unrelated question and their files (one per language: `{prefix}_{lang}.tsv`).
 KINDS = (("everyday", "unrelated"), ("general knowledge", "general"))
-SUBJECT_SHARE = 0.7  # a topic passing this often at the others' threshold is what the folder is about (7 of 10)
-MIN_TOPIC = 4  # topics with fewer questions are never left out
 
 
 def unrelated_questions(lang: str) -> list[tuple[str, str]]:
@@ -163,12 +162,14 @@ def judge_cut(best: Sequence[float], budget: float, floor: float) -> float:
 
 
 def choose_threshold(values: Sequence[float], topics: Sequence[str], budget: float, floor: float,
-                     ceiling: float, exclude: Sequence[str] | None = None) -> tuple[float, int, tuple[str, ...], str]:
+                     ceiling: float, exclude: Sequence[str] | None = None, subject_share: float = Tuning.subject_share,
+                     min_topic: int = Tuning.min_topic) -> tuple[float, int, tuple[str, ...], str]:
     """(threshold, how many questions pass at it, topics left out, "floor"/"ceiling"/"" when clamped).
 
     The threshold is just under the distance of the (k+1)-th nearest unrelated question, k = budget x n,
-    rounded down to 0.001; topics the folder answers are left out first (see the module's docstring), or
-    the topics in `exclude` when given.
+    rounded down to 0.001; topics the folder answers are left out first (see the module's docstring: a topic
+    of at least `min_topic` questions, `subject_share` of which pass at the others' threshold), or the topics
+    in `exclude` when given.
     """
     values = np.asarray(values, dtype=float)
     topics = np.asarray(topics, dtype=object)
@@ -186,10 +187,10 @@ def choose_threshold(values: Sequence[float], topics: Sequence[str], budget: flo
         keep &= topics != topic
     for topic in sorted(set(topics.tolist())) if exclude is None else ():
         mine = topics == topic
-        if mine.sum() < MIN_TOPIC:
+        if mine.sum() < min_topic:
             continue
         others = quantile(~mine & keep)
-        if (values[mine] <= others).mean() >= SUBJECT_SHARE:
+        if (values[mine] <= others).mean() >= subject_share:
             excluded.append(topic)
             keep &= ~mine
     t = quantile(keep)
@@ -353,7 +354,8 @@ def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: st
               close_percentile: float = 0.0, rise_percentile: float = 1.0,
               ramp_support: float | None = None, judge_langs: Sequence[str] = (), judge_budget: float = 0.05,
               judge_floor: float = 0.0, judge_rules: Sequence[str] = (),
-              across_ceiling: float = 0.8) -> Calibration:
+              across_ceiling: float = 0.8, subject_share: float = Tuning.subject_share,
+              min_topic: int = Tuning.min_topic) -> Calibration:
     """Search every unrelated question of every language once and choose each language's threshold and
     close distance. `vectors[lang]` holds the embeddings of `unrelated_questions(lang)`, in order.
 
@@ -374,7 +376,7 @@ def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: st
         results = [search(q, v) for (_, q), v in zip(qs, vectors[lang])]
         plain = SupportRule(min_support)
         _, _, excluded, _ = choose_threshold([evidence_distance(r, plain) for r in results], topics, budget,
-                                             floor, ceiling)
+                                             floor, ceiling, subject_share=subject_share, min_topic=min_topic)
         nearest = [min((c.distance for c in r.candidates), default=math.inf) for r in results]
         own = [d for d, t in zip(nearest, topics) if t not in excluded]
         close = close_distance(own, close_percentile)

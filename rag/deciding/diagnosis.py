@@ -73,9 +73,9 @@ def _full_ranks(engine, result: SearchResult, chunk_ids: Sequence[str]) -> dict[
         across = {cid for cid, language in zip(ids, snap.langs) if lang and language not in ("", lang)}
     # The search's own fusion, with the weights it used for this question, over every chunk at once.
     ranked = fused_order([(c, dist[c]) for c in dense_order], [(c, float(bm_of[c])) for c in bm_order], dist,
-                         n=len(ids), method=result.fusion, weights=result.weights, k=engine.settings.rrf_k,
+                         n=len(ids), method=result.fusion, weights=result.weights, k=engine.settings.tuning.rrf_k,
                          multilingual=side, across=across,
-                         across_weight=engine.settings.multilingual_weight_across)
+                         across_weight=engine.settings.tuning.multilingual_weight_across)
     fused_order_ = [c for c, _ in ranked]
     d_rank = {c: r for r, c in enumerate(dense_order, start=1)}
     b_rank = {c: r for r, c in enumerate(bm_order, start=1)}
@@ -130,8 +130,8 @@ def why_not_found(engine, result: SearchResult, gated: Gated, expected_sentence:
         if rec.status not in ("indexed", "stale"):
             continue
         try:
-            doc = extract(engine.folder / rec.path, rec.path.rsplit("/", 1)[-1], max_chars=engine.settings.max_chars,
-                          max_pages=engine.settings.max_pages)
+            doc = extract(engine.folder / rec.path, rec.path.rsplit("/", 1)[-1], max_chars=engine.settings.tuning.max_chars,
+                          max_pages=engine.settings.tuning.max_pages)
         except Exception:
             continue
         span = _find_span(doc.text, sentence)

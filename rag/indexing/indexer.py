@@ -132,7 +132,7 @@ class Indexer:
         self.after_change = after_change
         self.group = group
         self.store = ChunkStore(settings, embedder.name, embedder.dimension)
-        self.served = settings.search_reads == "store"  # search reads the store, not the snapshot (rag.indexing.served)
+        self.served = settings.server.search_reads == "store"  # search reads the store, not the snapshot (rag.indexing.served)
         # The multilingual side (rag.indexing.multilingual): its vectors in a collection of their own, under the same
         # chunk ids, written and deleted with the chunks. A chunk without one (the side was off when it was
         # indexed, or its model changed) gets it when the snapshot is rebuilt (`reload`).
@@ -151,7 +151,7 @@ class Indexer:
         # Each dense side's graph in a large folder (rag.indexing.vectors), saved in the index folder and read at start.
         # (None when search reads the store: its own index is the graph.)
         self.graphs = None if self.served else Graphs(
-            settings.graph_above, folder=settings.index_path / "graphs",
+            settings.tuning.graph_above, folder=settings.index_path / "graphs",
             models={"dense": embedder.name, **({"multilingual": self.side.name} if self.side else {})},
             probes=graph_probes, depth=pool_depth(settings))
         if self.graphs is not None:
@@ -496,7 +496,7 @@ class Indexer:
             rec.mtime_ns = path.stat().st_mtime_ns  # before reading: a write during the read shows next time
             data = path.read_bytes()
             rec.size, rec.content_hash = len(data), _hash(data)
-            doc = extract_bytes(data, rel, max_chars=self.settings.max_chars, max_pages=self.settings.max_pages)
+            doc = extract_bytes(data, rel, max_chars=self.settings.tuning.max_chars, max_pages=self.settings.tuning.max_pages)
             chunks = chunk_document(doc, doc_id, self.strategy)
             if not chunks:
                 raise ExtractionError("no text left to index after extraction")
@@ -700,7 +700,7 @@ class Indexer:
         dropped: set[int] = set()
         # One model batch at a time: the model serves one caller at a time, so a question asked meanwhile
         # waits for at most one batch of 32 (measured: slices of 256 made questions wait minutes on a busy machine).
-        step = max(self.settings.embed_batch_size, 1)
+        step = max(self.settings.tuning.embed_batch_size, 1)
         for at in range(0, len(texts), step):
             if queue.stopping():
                 raise Stopped()

@@ -98,7 +98,7 @@ class Snapshot:
             ids, langs, doc_of = [c.id for c in chunks], [c.meta.get("lang", "") for c in chunks], [c.doc_id for c in chunks]
         if tokens is None:
             tokens = [analyze(c.text, lang) for c, lang in zip(chunks, langs)]
-        lexical = LexicalIndex.build(None, langs, k1=settings.bm25_k1, b=settings.bm25_b, tokens=tokens)
+        lexical = LexicalIndex.build(None, langs, k1=settings.tuning.bm25_k1, b=settings.tuning.bm25_b, tokens=tokens)
         if vectors is None:
             vectors = np.stack([c.vector for c in chunks]) if chunks else np.zeros((0, 0), dtype=np.float32)
         if side_vectors is None and chunks and all(c.side is not None for c in chunks):
@@ -111,6 +111,6 @@ class Snapshot:
 def pool_depth(settings: Settings) -> int:
     """How far each side's list runs: the candidates, and with feedback reading a pool
     (`settings.feedback_pool`), the pool's."""
-    return settings.candidates * (settings.feedback_pool if settings.feedback and settings.feedback_pool else 1)
+    return settings.candidates * (settings.tuning.feedback_pool if settings.tuning.feedback and settings.tuning.feedback_pool else 1)
 
 

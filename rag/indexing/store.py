@@ -78,8 +78,8 @@ class ChunkStore:
         """`beside`: another store whose client this one shares (a second model's collection beside the first)."""
         self.settings = settings
         self.model, self.dimension = model, dimension
-        self.remote = bool(settings.chroma_host)
-        self.name = collection_name(settings.collection_prefix, model, dimension)
+        self.remote = bool(settings.server.chroma_host)
+        self.name = collection_name(settings.server.collection_prefix, model, dimension)
         self._beside = beside
         self._lock = beside._lock if beside is not None else threading.RLock()
         self._client: Any = None
@@ -94,10 +94,10 @@ class ChunkStore:
         hnsw = (configuration or {}).get("hnsw") or {}
         if hnsw.get("space") not in (None, "cosine"):
             raise StoreError(f"collection {self.name} uses {hnsw['space']!r} space, not cosine: distances would mean nothing")
-        if hnsw.get("ef_search") not in (None, settings.hnsw_ef_search):
+        if hnsw.get("ef_search") not in (None, settings.tuning.hnsw_ef_search):
             # The breadth a search reads the store with (rag.indexing.served) changed since the collection was made: a
             # server applies it when it next loads the collection (measured: not while it holds it).
-            self._call("modify", configuration={"hnsw": {"ef_search": settings.hnsw_ef_search}})
+            self._call("modify", configuration={"hnsw": {"ef_search": settings.tuning.hnsw_ef_search}})
 
     @property
     def client(self) -> Any:
@@ -108,7 +108,7 @@ class ChunkStore:
             import chromadb
 
             if self.remote:
-                self._client = chromadb.HttpClient(host=self.settings.chroma_host, port=self.settings.chroma_port,
+                self._client = chromadb.HttpClient(host=self.settings.server.chroma_host, port=self.settings.server.chroma_port,
                                                    settings=_chroma_settings())
             else:
                 path = self.settings.index_path / "chroma"
@@ -124,7 +124,7 @@ class ChunkStore:
         if self._collection is None or self._seen != owner._opened:
             self._collection = client.get_or_create_collection(
                 self.name,
-                configuration={"hnsw": {"space": "cosine", "ef_search": self.settings.hnsw_ef_search}},
+                configuration={"hnsw": {"space": "cosine", "ef_search": self.settings.tuning.hnsw_ef_search}},
                 metadata={"embedding_model": self.model, "dimension": self.dimension, "space": "cosine"},
                 embedding_function=None,
             )
@@ -144,7 +144,7 @@ class ChunkStore:
 
     def _explain(self, exc: Exception) -> str:
         if self.remote:
-            return (f"cannot use the Chroma server at {self.settings.chroma_host}:{self.settings.chroma_port} "
+            return (f"cannot use the Chroma server at {self.settings.server.chroma_host}:{self.settings.server.chroma_port} "
                     f"({type(exc).__name__}: {exc}); is `chroma run` up?")
         return f"cannot open the index at {self.settings.index_path} ({type(exc).__name__}: {exc})"
 
@@ -195,7 +195,7 @@ class ChunkStore:
         dropped = []
         for c in self._call("client.list_collections"):
             name = getattr(c, "name", c)
-            if name.startswith(self.settings.collection_prefix + "-") and name != self.name and name not in keep:
+            if name.startswith(self.settings.server.collection_prefix + "-") and name != self.name and name not in keep:
                 self._call("client.delete_collection", name)
                 dropped.append(name)
         return dropped

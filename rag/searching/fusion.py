@@ -163,7 +163,7 @@ def question_weights(settings: Settings, language: str, model_languages: Sequenc
     `language`: the question's, or the folder's main language when the question's is unclear.
 
     >>> from rag.settings import Settings
-    >>> s = Settings(dense_weight=0.6, dense_weight_unread=0.1, bm25_weight=0.4)
+    >>> s = Settings().replace(dense_weight=0.6, dense_weight_unread=0.1, bm25_weight=0.4)
     >>> question_weights(s, "pt", ("en",), ("en", "pt")), question_weights(s, "en", ("en",), ("en", "pt"))
     ({'dense': 0.1, 'bm25': 0.4, 'multilingual': 0.2}, {'dense': 0.6, 'bm25': 0.4, 'multilingual': 0.0})
     >>> question_weights(s, "pt", ("en",), ("en",))  # a Portuguese question about English notes
@@ -171,5 +171,5 @@ def question_weights(settings: Settings, language: str, model_languages: Sequenc
     """
     unread = language not in model_languages and language in folder_languages
     read = language in model_languages
-    return {"dense": settings.dense_weight_unread if unread else settings.dense_weight, "bm25": settings.bm25_weight,
-            "multilingual": settings.multilingual_weight_read if read else settings.multilingual_weight}
+    return {"dense": settings.tuning.dense_weight_unread if unread else settings.tuning.dense_weight, "bm25": settings.tuning.bm25_weight,
+            "multilingual": settings.tuning.multilingual_weight_read if read else settings.tuning.multilingual_weight}

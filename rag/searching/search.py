@@ -61,7 +61,7 @@ from rag.indexing.store import StoredChunk
 from rag.indexing.vectors import Distances, among, nearest
 from rag.searching.evidence import analyze_question, weigh
 from rag.searching.fusion import fused_order
-from rag.settings import Settings
+from rag.settings import Settings, Tuning
 from rag.text.languages import question_language
 from rag.text.lexical import analyze, analyze_query
 
@@ -236,7 +236,7 @@ def feedback_pool(snapshot: Snapshot, settings: Settings, *lists: Sequence[int])
     `settings.feedback_pool` asks for a pool. None, the whole folder: by default, and always for a snapshot
     that reads the store (rag.indexing.served), whose sides ask the store's index again (its vectors are not at hand,
     and reading a pool's would cost more than the query)."""
-    if not settings.feedback_pool or snapshot.reads_store:
+    if not settings.tuning.feedback_pool or snapshot.reads_store:
         return None
     return np.unique(np.fromiter((r for rows in lists for r in rows), dtype=np.int64))
 
@@ -250,28 +250,26 @@ def dense_among(snapshot: Snapshot, qv: np.ndarray, pool: np.ndarray | None, n: 
     return among(snapshot.side_vectors if side == "multilingual" else snapshot.vectors, qv, pool, n)
 
 
-# Pseudo-relevance feedback (`feedback`): how many words the best passages lend the BM25 query, the share
-# of that query left to the question's own words, and how much the passages' mean vector adds to the
-# question's. Chosen on NFCorpus's dev split (bench/fusion.py feedback); see settings.feedback.
-FEEDBACK_TERMS = 10
-FEEDBACK_OWN = 0.5
-FEEDBACK_DENSE = 1.0
-# Version 2: only passages in the question's language lend words, and no single letter or bare number.
-FEEDBACK_RULE = (FEEDBACK_TERMS, FEEDBACK_OWN, FEEDBACK_DENSE, 2)  # in the calibration's fingerprint
 
 
+
+
+# The feedback rule's version, in the calibration's fingerprint beside its tuned values (Tuning.feedback_*):
+# 2, only passages in the question's language lend words, and no single letter or bare number.
+FEEDBACK_VERSION = 2
 
 
 def feedback(snapshot: Snapshot, query: str, qv: np.ndarray, rows: Sequence[int],
-             language: str = "") -> tuple[np.ndarray, dict[str, float], tuple[str, ...]]:
+             language: str = "", tuning: Tuning = Tuning()) -> tuple[np.ndarray, dict[str, float], tuple[str, ...]]:
     """Pseudo-relevance feedback from the passages at `rows` (the first ranking's best): a question vector
-    moved toward their mean (Rocchio), and a BM25 query in which the question's own tokens keep
-    `FEEDBACK_OWN` of the weight and the passages' `FEEDBACK_TERMS` most telling tokens (term frequency
-    times IDF, averaged over the passages: RM3's expansion) share the rest. Returns (vector, weighted
+    moved toward their mean (Rocchio, `tuning.feedback_dense`), and a BM25 query in which the question's own
+    tokens keep `tuning.feedback_own` of the weight and the passages' `tuning.feedback_terms` most telling
+    tokens (term frequency times IDF, averaged over the passages: RM3's expansion) share the rest. Only
+    passages in the question's language lend words, and no single letter or bare number. Returns (vector, weighted
     tokens, the added tokens). A short question about a subject a folder covers in many passages then
     reaches the passages that use the folder's words for it rather than the question's."""
     lex = snapshot.lexical
-    qv2 = _toward(qv, snapshot.vectors[list(rows)])
+    qv2 = _toward(qv, snapshot.vectors[list(rows)], tuning.feedback_dense)
     lent: dict[str, float] = {}
     lenders = [i for i in rows if not language or snapshot.langs[i] in ("", language)]
     for i in lenders:
@@ -281,18 +279,18 @@ def feedback(snapshot: Snapshot, query: str, qv: np.ndarray, rows: Sequence[int]
         for t, count in Counter(tokens).items():
             if len(t) > 1 and any(ch.isalpha() for ch in t):  # not "g", "30" or "4.155"
                 lent[t] = lent.get(t, 0.0) + count / len(tokens) * lex.idf(t) / len(lenders)
-    added = sorted(lent, key=lambda t: (-lent[t], t))[:FEEDBACK_TERMS]
+    added = sorted(lent, key=lambda t: (-lent[t], t))[:tuning.feedback_terms]
     own = [t for t in analyze_query(query, lex.languages) if lex.known(t)]
-    bag: dict[str, float] = {t: FEEDBACK_OWN / len(own) for t in own}
+    bag: dict[str, float] = {t: tuning.feedback_own / len(own) for t in own}
     total = sum(lent[t] for t in added) or 1.0
     for t in added:
-        bag[t] = bag.get(t, 0.0) + (1 - FEEDBACK_OWN) * lent[t] / total
+        bag[t] = bag.get(t, 0.0) + (1 - tuning.feedback_own) * lent[t] / total
     return qv2, bag, _as_written([t for t in added if t not in own], list(snapshot.passages(lenders).values()))
 
 
-def _toward(qv: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def _toward(qv: np.ndarray, rows: np.ndarray, weight: float) -> np.ndarray:
     """The question's vector moved toward the mean of `rows` (Rocchio, as `feedback` does), unit again."""
-    moved = np.asarray(qv, dtype=np.float64) + FEEDBACK_DENSE * rows.mean(axis=0)
+    moved = np.asarray(qv, dtype=np.float64) + weight * rows.mean(axis=0)
     return (moved / (np.linalg.norm(moved) or 1.0)).astype(rows.dtype)
 
 
@@ -340,8 +338,8 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     `rag.searching.evidence.analyze_question`)."""
     query = query or question
     n = settings.candidates
-    weights = weights or {"dense": settings.dense_weight, "bm25": settings.bm25_weight,
-                          "multilingual": settings.multilingual_weight_read}
+    weights = weights or {"dense": settings.tuning.dense_weight, "bm25": settings.tuning.bm25_weight,
+                          "multilingual": settings.tuning.multilingual_weight_read}
     language = question_language(question, snapshot.language_shares)
     t = time.perf_counter()
     timings: dict[str, float] = {}
@@ -390,8 +388,8 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             distances[cid] = float(dist[snapshot.pos[cid]])
     across = _across(snapshot, distances, language) if side_list else set()
     ranked = fused_order(dense, [(cid, bm25_scores[cid]) for cid in bm25_ids], distances, n=n,
-                         method=settings.fusion, weights=weights, k=settings.rrf_k, multilingual=side_list,
-                         across=across, across_weight=settings.multilingual_weight_across)
+                         method=settings.tuning.fusion, weights=weights, k=settings.tuning.rrf_k, multilingual=side_list,
+                         across=across, across_weight=settings.tuning.multilingual_weight_across)
     dense_rank = {cid: r for r, (cid, _) in enumerate(dense, start=1)}
     side_rank = {cid: r for r, (cid, _) in enumerate(side_list, start=1)}
     bm25_rank = {cid: r for r, cid in enumerate(bm25_ids, start=1)}
@@ -399,17 +397,18 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     order = [cid for cid, _ in ranked]
     lap("fusion")
     kept, expansion, pool = len(order), (), None
-    if 0 < settings.feedback < len(order):
+    if 0 < settings.tuning.feedback < len(order):
         # The first ranking's best `feedback` passages stay first, as found; both sides search again from
         # them and order the rest (see `feedback`). A row placed by the second search shows that search's
         # ranks and scores; every distance stays the question's own, which is what the gate reads.
-        kept = settings.feedback
+        kept = settings.tuning.feedback
         top_rows = [snapshot.pos[cid] for cid in order[:kept]]
         pool = feedback_pool(snapshot, settings, rows_pool, [i for i, _ in bm25_pool], side_pool)
         beside = None
         if sq is not None:  # the multilingual side moves toward the same passages (first: on its thread meanwhile)
-            beside = _side_search(snapshot, _toward(sq, snapshot.side_vectors[top_rows]), n, mask, pool=pool)
-        qv2, bag, expansion = feedback(snapshot, query, qv, top_rows, language)
+            beside = _side_search(snapshot, _toward(sq, snapshot.side_vectors[top_rows], settings.tuning.feedback_dense),
+                                  n, mask, pool=pool)
+        qv2, bag, expansion = feedback(snapshot, query, qv, top_rows, language, settings.tuning)
         rows2, dist2 = dense_among(snapshot, qv2, pool, n, mask)
         bm25_2 = snapshot.lexical.top(bag, n, mask) if pool is None else snapshot.lexical.top_among(bag, pool, n)
         dense_2 = [(snapshot.ids[i], float(dist2[i])) for i in rows2]
@@ -422,9 +421,9 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
         for cid, _ in dense_2 + bm25_2 + side_2:
             distances.setdefault(cid, float(dist[snapshot.pos[cid]]))
         across |= _across(snapshot, distances, language) if side_2 else set()
-        again = fused_order(dense_2, bm25_2, distances, n=n, method=settings.fusion, weights=weights,
-                            k=settings.rrf_k, multilingual=side_2, across=across,
-                            across_weight=settings.multilingual_weight_across)
+        again = fused_order(dense_2, bm25_2, distances, n=n, method=settings.tuning.fusion, weights=weights,
+                            k=settings.tuning.rrf_k, multilingual=side_2, across=across,
+                            across_weight=settings.tuning.multilingual_weight_across)
         first = set(order[:kept])
         rest = [(cid, f) for cid, f in again if cid not in first][:n - kept]
         order = order[:kept] + [cid for cid, _ in rest]
@@ -468,6 +467,6 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     return SearchResult(question=question, query=query, candidates=candidates, weights=weights,
                         timings_ms=timings, searched_chunks=len(snapshot.chunks), terms=asked.terms,
                         unknown_names=asked.unknown_names, absent_names=asked.absent_names, subject=asked.subject,
-                        language=language, fusion=settings.fusion,
+                        language=language, fusion=settings.tuning.fusion,
                         kept_first=kept, expansion=expansion, folder_languages=snapshot.languages,
                         pooled=0 if pool is None else len(pool))

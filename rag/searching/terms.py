@@ -17,6 +17,7 @@ import functools
 import re
 import unicodedata
 
+from rag.settings import Tuning
 from rag.text.languages import nouns_capitalised, question_language
 from rag.text.lexical import TOKEN, WORD_PART, fold, question_stop_words, stop_words, term_tokens
 from rag.text.words import LANGUAGES, alternation, every, groups
@@ -171,10 +172,11 @@ _CURRENCY_BEFORE = re.compile(alternation(_CURRENCY_SIGNS) + r"\s*$")
 _NUMBER_RUN = re.compile(r"(?<![\w.,:/-])\d+(?![\w]|[.,:/-]\d)")
 # ... nor after words that make it a quantity: "more than 2000 pages", "até 3 pessoas", "about 40".
 _QUANTITY_BEFORE = re.compile(r"\b" + alternation(every("quantity_before"), bounded=False) + r"\s*$", re.IGNORECASE)
-# ... nor a count: a number below this that counts the word after it, with a word of asking or nothing before
-# it ("Can 4 people share a berth?", "Podem 3 pessoas...?"). A label has its own word before it ("Level 4",
-# "sala 12"), and a year has four figures and is a name wherever it stands ("the 2025 regatta").
-_COUNT_BELOW = 1000
+# ... nor a count: a number below `Tuning.count_below` that counts the word after it, with a word of asking or
+# nothing before it ("Can 4 people share a berth?", "Podem 3 pessoas...?"). A label has its own word before
+# it ("Level 4", "sala 12"), and a year has four figures and is a name wherever it stands ("the 2025
+# regatta"). The word rules take no settings: they read the shipped tuning's value.
+_COUNT_BELOW = Tuning.count_below
 # A small number the passage may write as a word: "three boats" holds the 3 of "3 boats".
 NUMBER_WORDS = {lang: list(word_list(lang, "number_words")) for lang in LANGUAGES}
 

@@ -1,4 +1,5 @@
-"""rag/settings.py: precedence (defaults < TOML < environment < keywords) and validation messages."""
+"""rag/settings.py: precedence (defaults < TOML < environment < keywords), validation messages, and the line
+between a person's settings and the project's tuning (a tuned name in a file or the environment is refused)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.settings import DEFAULT_MODEL, JUDGE_RULES, Settings, load_settings
+from rag.settings import DEFAULT_MODEL, JUDGE_RULES, Server, Settings, Tuning, load_settings
 
 
 @pytest.fixture(autouse=True)
@@ -29,14 +30,14 @@ def toml(tmp_path):
 def test_without_config_or_environment_the_defaults_hold(tmp_path):
     s = load_settings(config=tmp_path / "none.toml", env={})
     assert s == Settings()
-    assert (s.model, s.chunk_strategy, s.fusion, s.threshold, s.judge) == (DEFAULT_MODEL, "E", "zscore", None, False)
+    assert (s.tuning.model, s.tuning.chunk_strategy, s.tuning.fusion, s.threshold, s.tuning.judge) == (DEFAULT_MODEL, "E", "zscore", None, False)
     assert s.index_path == Path("data") / ".rag-index"
 
 
 def test_toml_then_environment_then_keywords_win(toml):
-    path = toml('threshold = 0.4\ncandidates = 7\nmax_chunks = 2\nfusion = "rrf"\n')
+    path = toml('threshold = 0.4\ncandidates = 7\nmax_chunks = 2\nchroma_host = "127.0.0.1"\n')
     s = load_settings(config=path, env={"RAG_CANDIDATES": "9", "RAG_MAX_CHUNKS": "3"}, max_chunks=5)
-    assert (s.threshold, s.fusion) == (0.4, "rrf")  # from the file only
+    assert (s.threshold, s.server.chroma_host) == (0.4, "127.0.0.1")  # from the file only
     assert s.candidates == 9  # the environment over the file
     assert s.max_chunks == 5  # a keyword over both
 
@@ -85,16 +86,42 @@ def test_a_bad_value_is_refused_with_what_is_valid(tmp_path, overrides, message)
     assert message in str(err.value)
 
 
-@pytest.mark.parametrize("raw, expected", [
-    ("en,pt", ("en", "pt")), (" en , ,pt ", ("en", "pt")), ("", ()), ("pt", ("pt",)),
-])
-def test_a_list_setting_reads_comma_separated_names(raw, expected):
-    assert load_settings(env={"RAG_JUDGE_LANGUAGES": raw}).judge_languages == expected
-
-
 @pytest.mark.parametrize("raw, expected", [("yes", True), ("OFF", False), ("1", True), ("false", False)])
 def test_a_bool_setting_reads_the_usual_words(raw, expected):
-    assert load_settings(env={"RAG_JUDGE": raw}).judge is expected
+    assert load_settings(env={"RAG_WATCH_FOLDER": raw}).watch_folder is expected
+
+
+def test_a_person_sets_at_most_twelve_settings():
+    person = [f.name for f in dataclasses.fields(Settings) if f.name not in ("server", "tuning")]
+    assert len(person) <= 12, person
+
+
+@pytest.mark.parametrize("name, text", [("min_support", "min_support = 0.3\n"), ("judge", "judge = true\n"),
+                                        ("model", 'model = "other"\n')])
+def test_a_tuned_value_in_rag_toml_is_refused_naming_it(toml, name, text):
+    with pytest.raises(ValueError, match=rf"^setting {name} \(in .*rag.toml\) is tuned by the project"):
+        load_settings(config=toml(text), env={})
+
+
+def test_a_tuned_value_in_the_environment_is_refused_naming_it(tmp_path):
+    with pytest.raises(ValueError, match=r"^setting judge \(in RAG_JUDGE\) is tuned by the project"):
+        load_settings(config=tmp_path / "none.toml", env={"RAG_JUDGE": "1"})
+
+
+def test_code_builds_its_own_tuning_and_the_fingerprint_names_it(tmp_path):
+    s = load_settings(config=tmp_path / "none.toml", env={}, min_support=0.3, candidates=9)
+    assert (s.tuning.min_support, s.candidates) == (0.3, 9)
+    assert s.tuning == Tuning(min_support=0.3) and s.tuning.fingerprint != Settings().tuning.fingerprint
+    assert s.replace(judge=True).tuning.judge and not s.tuning.judge
+    assert s.replace(tuning=Tuning()).tuning.fingerprint == Tuning().fingerprint
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.tuning.min_support = 0.1  # type: ignore[misc]
+
+
+def test_the_server_settings_are_the_server_s():
+    s = load_settings(env={"RAG_CHROMA_HOST": "127.0.0.1", "RAG_CHROMA_PORT": "8123", "RAG_SEARCH_READS": "store"})
+    assert s.server == Server(chroma_host="127.0.0.1", chroma_port=8123, search_reads="store")
+    assert s.replace(collection_prefix="x").server.collection_prefix == "x"
 
 
 def test_language_thresholds_parse_into_a_mapping_unicode_codes_included():
@@ -113,7 +140,7 @@ def test_replace_checks_the_new_value_and_leaves_the_old_settings_alone():
     assert s.replace(threshold="0.5").threshold == 0.5
     with pytest.raises(ValueError, match="fusion must be one of"):
         s.replace(fusion="sum")
-    assert s.fusion == "zscore"
+    assert s.tuning.fusion == "zscore"
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.threshold = 0.1  # type: ignore[misc]
 
