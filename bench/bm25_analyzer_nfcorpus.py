@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import rag.text.lexical as lx  # noqa: E402
+from rag.text.languages import LANGUAGES  # noqa: E402
 from rag.indexing.chunk import strategy  # noqa: E402
 from lab.beir import beir_chunks, load_beir  # noqa: E402
 from lab.metrics import ndcg_at, recall_at  # noqa: E402
@@ -31,7 +32,7 @@ ORIGINAL = lx.analyze
 
 def variant(joined=True, stop=True, stem=True):
     def analyze(text, lang):
-        lang = lang if lang in lx.LANGUAGES else "en"
+        lang = lang if lang in LANGUAGES else "en"
         sw = lx.stop_words(lang) if stop else frozenset()
         out = []
         for m in lx.TOKEN.finditer(lx.fold(text)):

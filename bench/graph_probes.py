@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 import rag  # noqa: E402
 from rag import load_settings  # noqa: E402
-from rag.deciding.calibration import LANGUAGES, folder_sentences, unrelated_questions  # noqa: E402
+from rag.deciding.calibration import CALIBRATED_LANGUAGES, folder_sentences, unrelated_questions  # noqa: E402
 from rag.indexing.store import ChunkStore  # noqa: E402
 from rag.indexing.multilingual import load_multilingual  # noqa: E402
 from rag.indexing.vectors import GRAPH_BREADTHS, GRAPH_PROBE_WORDS, GRAPH_PROBES, Graph, proposals  # noqa: E402
@@ -59,7 +59,7 @@ def main() -> None:
     print(f"{len(ids):,} passages, {args.side} side; graph built in {time.perf_counter() - t:.0f} s; "
           f"{args.proposals} proposals\n")
     probes = {"unrelated questions":
-              model.embed_batch([q for lang in LANGUAGES for _, q in unrelated_questions(lang)])[::10],
+              model.embed_batch([q for lang in CALIBRATED_LANGUAGES for _, q in unrelated_questions(lang)])[::10],
               "the folder's passages": m[np.random.default_rng(0).choice(len(m), 80, replace=False)],
               "the folder's own sentences": model.embed_batch(sentences),
               "their first eight words (the graph check's)":

@@ -33,7 +33,7 @@ from rag.answering.answer import Answer, answer as run_answer, make_generator
 from rag.answering.generator import Generator
 from rag.searching.followup import followup_query, names_own_subject
 from rag.answering.prompt import rewrite_followup
-from rag.deciding.calibration import (LANGUAGES as CALIBRATED_LANGUAGES, Calibration, calibrate, folder_sentences,
+from rag.deciding.calibration import (CALIBRATED_LANGUAGES, Calibration, calibrate, folder_sentences,
                              questions_digest, unrelated_questions)
 from rag.indexing.chunk import strategy
 from rag.indexing.embed import Embedder, load_embedder
@@ -44,7 +44,7 @@ from rag.indexing.indexer import EMBED_GROUP, FileOutcome, Indexer, Progress, Sy
 from rag.text.lexical import LANGUAGE_NAMES
 from rag.text.languages import question_language
 from rag.indexing.multilingual import MultilingualEmbedder, load_multilingual
-from rag.text.words import LANGUAGES as WORDLIST_LANGUAGES
+from rag.text.words import WORDLIST_LANGUAGES
 from rag.answering.llm import LLMError
 from rag.answering.prompt import llm_client
 from rag.indexing.library import VISIBLE, DocRecord, Stamp, mark_index_dir

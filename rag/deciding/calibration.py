@@ -52,12 +52,12 @@ import numpy as np
 
 from rag.deciding.rule import SupportRule
 from rag.text.lexical import LANGUAGE_NAMES
-from rag.text.words import LANGUAGES as WORDLIST_LANGUAGES
+from rag.text.words import WORDLIST_LANGUAGES
 from rag.searching.search import SearchResult
 from rag.settings import Tuning
 
 QUESTIONS_DIR = Path(__file__).resolve().parent / "questions"
-LANGUAGES = ("en", "pt")
+CALIBRATED_LANGUAGES = ("en", "pt")
 # The kinds of unrelated question and their files (one per language: `{prefix}_{lang}.tsv`).
 KINDS = (("everyday", "unrelated"), ("general knowledge", "general"))
 
@@ -75,8 +75,8 @@ def question_kinds(lang: str) -> list[str]:
 # The sets ship with the package and do not change while it runs: read each file once per process.
 @functools.lru_cache(maxsize=None)
 def _read_questions(lang: str) -> tuple[tuple[str, str, str], ...]:
-    if lang not in LANGUAGES:
-        raise ValueError(f"no unrelated questions for {lang!r}; choose one of {', '.join(LANGUAGES)}")
+    if lang not in CALIBRATED_LANGUAGES:
+        raise ValueError(f"no unrelated questions for {lang!r}; choose one of {', '.join(CALIBRATED_LANGUAGES)}")
     out = []
     for kind, prefix in KINDS:
         with (QUESTIONS_DIR / f"{prefix}_{lang}.tsv").open(encoding="utf-8", newline="") as fh:
@@ -89,7 +89,7 @@ def _read_questions(lang: str) -> tuple[tuple[str, str, str], ...]:
 def questions_digest() -> str:
     """Identifies the shipped question sets: a change to them recalibrates."""
     h = hashlib.sha1()
-    for lang in LANGUAGES:
+    for lang in CALIBRATED_LANGUAGES:
         for _, prefix in KINDS:
             h.update((QUESTIONS_DIR / f"{prefix}_{lang}.tsv").read_bytes())
     return h.hexdigest()[:16]
@@ -369,7 +369,7 @@ def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: st
     multilingual distances (`across_distance`, at most `across_ceiling`), when any question met one."""
     t0 = time.perf_counter()
     languages, points = {}, []
-    for lang in LANGUAGES:
+    for lang in CALIBRATED_LANGUAGES:
         qs = unrelated_questions(lang)
         kinds = question_kinds(lang)
         topics = [t for t, _ in qs]

@@ -14,7 +14,7 @@ better (docs/benchmarks.md, "A multilingual dense side").
 What it does not do: store vectors (rag.indexing.store does, in a collection of its own) or decide when its side
 counts (rag.searching.fusion.question_weights).
 
->>> "pt" in LANGUAGES and "es" in LANGUAGES  # what it reads; tests/test_multilingual.py loads and uses it
+>>> "pt" in SIDE_LANGUAGES and "es" in SIDE_LANGUAGES  # what it reads; tests/test_multilingual.py loads and uses it
 True
 """
 
@@ -30,7 +30,7 @@ import numpy as np
 from rag.indexing.embed import NORM_TOLERANCE
 
 # The languages the model was trained on (its card): Chinese is one code here, as the language identifier gives it.
-LANGUAGES = ("ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th", "tr", "zh")
+SIDE_LANGUAGES = ("ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th", "tr", "zh")
 
 
 @dataclass
@@ -39,7 +39,7 @@ class MultilingualEmbedder:
 
     name: str
     dimension: int
-    languages: tuple[str, ...] = LANGUAGES
+    languages: tuple[str, ...] = SIDE_LANGUAGES
     _model: object = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

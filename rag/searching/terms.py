@@ -20,7 +20,7 @@ import unicodedata
 from rag.settings import Tuning
 from rag.text.languages import nouns_capitalised, question_language
 from rag.text.lexical import TOKEN, WORD_PART, fold, question_stop_words, stop_words, term_tokens
-from rag.text.words import LANGUAGES, alternation, every, groups
+from rag.text.words import WORDLIST_LANGUAGES, alternation, every, groups
 from rag.text.words import words as word_list
 
 
@@ -39,8 +39,8 @@ def _not_content(lang: str = "") -> frozenset[str]:
     of asking; for a question in another language (`lang`), the stopwords its analyzer drops (no passage
     holds them as words) and its longer stopwords-iso list, which holds its words of asking ("cuántos",
     "wie viele"), since no word list of it does."""
-    own = stop_words(lang) | question_stop_words(lang) if lang and lang not in LANGUAGES else frozenset()
-    return frozenset().union(*(stop_words(x) for x in LANGUAGES)) | QUESTION_FILLER | own
+    own = stop_words(lang) | question_stop_words(lang) if lang and lang not in WORDLIST_LANGUAGES else frozenset()
+    return frozenset().union(*(stop_words(x) for x in WORDLIST_LANGUAGES)) | QUESTION_FILLER | own
 
 
 def question_terms(question: str, measures: bool = True, lang: str | None = None) -> list[str]:
@@ -178,7 +178,7 @@ _QUANTITY_BEFORE = re.compile(r"\b" + alternation(every("quantity_before"), boun
 # regatta"). The word rules take no settings: they read the shipped tuning's value.
 _COUNT_BELOW = Tuning.count_below
 # A small number the passage may write as a word: "three boats" holds the 3 of "3 boats".
-NUMBER_WORDS = {lang: list(word_list(lang, "number_words")) for lang in LANGUAGES}
+NUMBER_WORDS = {lang: list(word_list(lang, "number_words")) for lang in WORDLIST_LANGUAGES}
 
 
 def word_rules() -> str:

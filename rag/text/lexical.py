@@ -25,7 +25,7 @@ from typing import Sequence
 
 
 from rag.text.languages import LANGUAGES, document_language, name, stemmer, stopword_list
-from rag.text.words import LANGUAGES as WORDLIST_LANGUAGES
+from rag.text.words import WORDLIST_LANGUAGES
 from rag.text.words import words as word_list
 
 LANGUAGE_NAMES = {lang: name(lang) for lang in LANGUAGES}

@@ -8,7 +8,7 @@ in the files say what each list is for. A table's lists are kinds with a dotted 
 `units.length`). A language's name, stemmer and stopwords are not here but in rag/text/languages.toml
 (`rag.text.languages`), which lists every language the app reads; the word lists exist for two of them.
 
->>> LANGUAGES
+>>> WORDLIST_LANGUAGES
 ('en', 'pt')
 >>> words("pt", "openers")[:3]
 ('e', 'e para', 'e quanto')
@@ -44,15 +44,15 @@ def _files() -> dict[str, object]:
             if f.name.endswith(".toml")}
 
 
-LANGUAGES: tuple[str, ...] = tuple(sorted(name for name in _files() if name != SHARED))
+WORDLIST_LANGUAGES: tuple[str, ...] = tuple(sorted(name for name in _files() if name != SHARED))
 
 
 @functools.lru_cache(maxsize=None)
 def _load(lang: str) -> dict[str, tuple[str, ...]]:
     """A file's lists by dotted kind."""
-    if lang not in LANGUAGES + (SHARED,):
+    if lang not in WORDLIST_LANGUAGES + (SHARED,):
         raise ValueError(f"no word lists for language {lang!r}: valid languages are "
-                         f"{', '.join(LANGUAGES + (SHARED,))}")
+                         f"{', '.join(WORDLIST_LANGUAGES + (SHARED,))}")
     data = tomllib.loads(_files()[lang].read_text(encoding="utf-8"))
     lists: dict[str, tuple[str, ...]] = {}
 
@@ -71,7 +71,7 @@ def _load(lang: str) -> dict[str, tuple[str, ...]]:
 
 @functools.lru_cache(maxsize=None)
 def _all_kinds() -> tuple[str, ...]:
-    return tuple(sorted({k for lang in LANGUAGES + (SHARED,) for k in _load(lang)}))
+    return tuple(sorted({k for lang in WORDLIST_LANGUAGES + (SHARED,) for k in _load(lang)}))
 
 
 def kinds(lang: str) -> tuple[str, ...]:
@@ -103,7 +103,7 @@ def every(kind: str) -> tuple[str, ...]:
     ('dr', 'prof', 'vs', 'cf', 'fig', 'mr')
     """
     out: dict[str, None] = {}
-    for lang in (SHARED,) + LANGUAGES:
+    for lang in (SHARED,) + WORDLIST_LANGUAGES:
         out.update((w, None) for w in words(lang, kind))
     return tuple(out)
 

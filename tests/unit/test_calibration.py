@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from rag.deciding.calibration import (LANGUAGES, Calibration, LanguageCalibration, calibrate, choose_threshold,
+from rag.deciding.calibration import (CALIBRATED_LANGUAGES, Calibration, LanguageCalibration, calibrate, choose_threshold,
                              close_distance, evidence_distance, judge_cut, question_kinds, rise_distance,
                              unrelated_questions)
 from rag.deciding.rule import SupportRule
@@ -154,7 +154,7 @@ def test_an_unreadable_calibration_file_is_computed_again(tmp_path, content):
 
 
 def test_unrelated_questions_exist_for_each_language_and_only_those():
-    for lang in LANGUAGES:
+    for lang in CALIBRATED_LANGUAGES:
         assert len(unrelated_questions(lang)) == len(question_kinds(lang)) > 100
     with pytest.raises(ValueError, match="choose one of en, pt"):
         unrelated_questions("fr")
@@ -163,28 +163,28 @@ def test_unrelated_questions_exist_for_each_language_and_only_those():
 def test_calibrate_with_a_hand_made_search_keeps_each_language_within_its_budget():
     # Each unrelated question's nearest passage sits at a distance spread over 0.40..0.79, and holds all of
     # its words, so only the distance decides.
-    distance = {q: 0.40 + (i % 40) / 100 for lang in LANGUAGES for i, (_, q) in enumerate(unrelated_questions(lang))}
+    distance = {q: 0.40 + (i % 40) / 100 for lang in CALIBRATED_LANGUAGES for i, (_, q) in enumerate(unrelated_questions(lang))}
 
     def search(question, vector):
         return result(candidate(distance[question]))
 
-    vectors = {lang: np.zeros((len(unrelated_questions(lang)), 1), dtype=np.float32) for lang in LANGUAGES}
+    vectors = {lang: np.zeros((len(unrelated_questions(lang)), 1), dtype=np.float32) for lang in CALIBRATED_LANGUAGES}
     cal = calibrate(search, vectors, fingerprint="f", min_support=0.5, close_support=0.2, budget=0.05,
                     floor=0.3, ceiling=0.9)
-    for lang in LANGUAGES:
+    for lang in CALIBRATED_LANGUAGES:
         c = cal.languages[lang]
         assert c.close == 0.399  # just under the nearest any unrelated question comes
         # 0.40 and 0.41 come seven times each among the 260 everyday questions, of which 5% (13) may pass:
         # just under the 14th nearest. The general-knowledge ones, further out, allow more.
         assert c.threshold == 0.409
         assert c.passing <= 0.05 * c.questions and not c.excluded_topics
-    assert len(cal.points) == sum(len(unrelated_questions(lang)) for lang in LANGUAGES)
+    assert len(cal.points) == sum(len(unrelated_questions(lang)) for lang in CALIBRATED_LANGUAGES)
 
 
 def test_calibrate_chooses_the_multilingual_cut_on_the_passages_in_another_language():
     # Each unrelated question meets one passage in its own language (far, holding its words) and one in
     # another, at a multilingual distance spread over 0.40..0.79; the English questions meet none in another.
-    side = {q: 0.40 + (i % 40) / 100 for lang in LANGUAGES for i, (_, q) in enumerate(unrelated_questions(lang))}
+    side = {q: 0.40 + (i % 40) / 100 for lang in CALIBRATED_LANGUAGES for i, (_, q) in enumerate(unrelated_questions(lang))}
     english = {q for _, q in unrelated_questions("en")}
 
     def search(question, vector):
@@ -195,7 +195,7 @@ def test_calibrate_chooses_the_multilingual_cut_on_the_passages_in_another_langu
                           support=0.0, across=True, side_distance=side[question], lang="en")
         return result(own, other)
 
-    vectors = {lang: np.zeros((len(unrelated_questions(lang)), 1), dtype=np.float32) for lang in LANGUAGES}
+    vectors = {lang: np.zeros((len(unrelated_questions(lang)), 1), dtype=np.float32) for lang in CALIBRATED_LANGUAGES}
     kw = dict(fingerprint="f", min_support=0.5, close_support=0.2, budget=0.05, floor=0.3, ceiling=0.9)
     cal = calibrate(search, vectors, across_ceiling=0.7, **kw)
     assert cal.languages["en"].across_cut is None  # no English question met a passage in another language

@@ -16,7 +16,7 @@ from rag.text import lexical, words
 from rag.searching.followup import is_followup, referred_words
 from rag.text.lexical import fold
 
-LANGS = words.LANGUAGES
+LANGS = words.WORDLIST_LANGUAGES
 
 
 def test_languages_are_the_data_files():
