@@ -28,6 +28,7 @@ from pathlib import Path
 import rag
 from rag.deciding.explain import names_note, percent
 from app.inert import md_escape, one_line
+from rag.deciding.explain import paraphrase_note, split_note, unsaid_note
 
 
 # The chat's marks on rag.deciding.explain's lines: document text escaped, what to look at in bold.
@@ -366,11 +367,11 @@ def answer_notes(ans: rag.Answer, gated: rag.Gated, mode: str) -> list[Note]:
     if ans.flags:
         notes.append(Note("warning", "Citation check:\n" + "\n".join(f"- {md_escape(f)}" for f in ans.flags),
                           ":material/rule:"))
-    for note in (gated.paraphrase_note, gated.unsaid_note):  # at most one of them is said
+    for note in (paraphrase_note(gated), unsaid_note(gated)):  # at most one of them is said
         if note and not ans.refused:
             notes.append(Note("caption", ":material/help: " + md_escape(note)))
-    if gated.split_note and not ans.refused:
-        notes.append(Note("warning", md_escape(gated.split_note), ":material/call_split:"))
+    if split_note(gated) and not ans.refused:
+        notes.append(Note("warning", md_escape(split_note(gated)), ":material/call_split:"))
     if ans.prompt_tokens is not None:
         notes.append(Note("caption", f"prompt {ans.prompt_tokens} tokens (tiktoken)"))
     return notes

@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 import rag  # noqa: E402
 from rag.deciding.needles import load_questions  # noqa: E402
 from rag.settings import load_settings  # noqa: E402
+from rag.deciding.explain import refusal_sentence  # noqa: E402
 
 SQUAD = ROOT.parent / "shared" / "eval" / "squad2"
 SAMPLE = ("sample_needles", "sample_heldout", "sample_heldout2")
@@ -54,7 +55,7 @@ def run(folder: Path, questions: Path, index: Path, embedder) -> list[dict]:
             "candidates": [[c.chunk_id, c.fused_rank, round(c.distance, 5), c.dense_rank, c.bm25_rank, v]
                            for c, v in list(zip(g.candidates, g.verdicts))[:8]],
             "kept": [c.chunk_id for c in g.kept],
-            "refusal": g.refusal,
+            "refusal": refusal_sentence(g),
             "answer": turn.answer.text,
         })
     engine.close()

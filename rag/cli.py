@@ -28,6 +28,7 @@ from typing import Sequence
 from rag.engine import Engine, Turn
 from rag.deciding.explain import evidence_rule, explain, names_note, percent
 from rag.settings import Settings, load_settings
+from rag.deciding.explain import codes_note, paraphrase_note, refusal_sentence, split_note, unsaid_note
 
 
 def _engine(args: argparse.Namespace, folder: str | None = None) -> Engine:
@@ -123,9 +124,9 @@ def print_turn(turn: Turn) -> None:
     if turn.result.searched_note:
         print(f"({turn.result.searched_note})")
     print(a.text)
-    if g.paraphrase_note and not a.refused:
-        print(f"\n{g.paraphrase_note}")
-    for note in (g.unsaid_note, g.split_note):
+    if paraphrase_note(g) and not a.refused:
+        print(f"\n{paraphrase_note(g)}")
+    for note in (unsaid_note(g), split_note(g)):
         if note and not a.refused:
             print(f"\n{note}")
     if a.note:
@@ -134,7 +135,7 @@ def print_turn(turn: Turn) -> None:
         print(f"flag: {flag}")
     if a.prompt_tokens is not None:
         print(f"prompt: {a.prompt_tokens} tokens (tiktoken)")
-    if g.refusal:
+    if refusal_sentence(g):
         why = explain(g, lost_hint="", add_hint=_ADD_HINT)  # the chat's lines; `rag ask` has no "Why wasn't it found?"
         print("\n" + "\n".join(line for line in (why.closest, why.threshold, why.empty) if line))
     if g.citations:
@@ -149,8 +150,8 @@ def print_turn(turn: Turn) -> None:
     print(f"\nRetrieval (threshold {g.threshold:.3f}{note}; {evidence_rule(rule)}; at most {g.max_chunks} kept)")
     if names := names_note(turn.result.unknown_names, turn.result.absent_names):
         print(names)
-    if g.codes_note:
-        print(g.codes_note)
+    if codes_note(g):
+        print(codes_note(g))
     if turn.result.feedback_note:
         print(turn.result.feedback_note)
     judged = any(c.judge is not None for c in g.candidates)

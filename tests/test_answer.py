@@ -18,6 +18,7 @@ from rag.answering.answer import ANSWER_RULE, EVERY_SENTENCE, Answer, AnswerRule
 from rag.deciding.citations import NO_ANSWER_SENTENCE, answer_sentences, check_citations
 from rag.searching.followup import followup_query, is_followup
 from tests.conftest import CountingGenerator
+from rag.deciding.explain import refusal_sentence
 
 NEEDLES = Path(__file__).resolve().parent.parent / "bench" / "sample_needles.jsonl"
 
@@ -72,7 +73,7 @@ def test_extractive_answers_are_quotes_with_valid_markers(sample_engine):
     for q in questions:
         turn = sample_engine.ask(q)
         a = turn.answer
-        if turn.gated.refusal:
+        if refusal_sentence(turn.gated):
             assert a.refused and a.mode == "refusal"
             continue
         answered += 1
@@ -112,7 +113,7 @@ def test_brackets_inside_a_quote_are_not_citations(sample_engine):
 def test_refusal_never_calls_the_generator(sample_engine):
     counting = CountingGenerator()
     turn = sample_engine.ask("What is the capital of Peru?", threshold=0.05, generator=counting)
-    assert turn.gated.refusal and turn.answer.refused and turn.answer.mode == "refusal"
+    assert refusal_sentence(turn.gated) and turn.answer.refused and turn.answer.mode == "refusal"
     assert turn.answer.text.startswith("NO ANSWER: nothing under cosine distance 0.050")
     # Re-gating the same search through the app's path: still no call.
     before = sample_engine.searches

@@ -21,6 +21,7 @@ from rag.deciding.gate import gate
 from rag.deciding.rule import JUDGE, JUDGED_OUT, KEPT, SupportRule
 from rag.deciding.judge import JUDGE_DIR, Judge, load_judge, load_pair_model, passage_text
 from rag.searching.search import Candidate, SearchResult
+from rag.deciding.explain import refusal_sentence
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -109,8 +110,8 @@ def test_a_refusal_by_the_judge_names_it_in_the_engine_and_the_cli(make_engine, 
     engine.sync()
     turn = engine.ask("On which day is the kiln fired?")
     assert turn.answer.refused and turn.gated.because == JUDGE
-    assert "the judge read the passages under cosine distance" in turn.gated.refusal
-    assert "English needs 50.00 or more" in turn.gated.refusal
+    assert "the judge read the passages under cosine distance" in refusal_sentence(turn.gated)
+    assert "English needs 50.00 or more" in refusal_sentence(turn.gated)
     assert JUDGED_OUT in turn.gated.verdicts
     # The judge is tuning: a rag.toml cannot turn it on (the start stops, naming the setting) ...
     (tmp_path / "rag.toml").write_text("judge = true\njudge_floor = 50.0\n", encoding="utf-8")
@@ -133,7 +134,7 @@ def test_the_gate_keeps_by_judge_score_and_cut_and_says_which_test_judged():
     assert g.verdicts == [KEPT, JUDGED_OUT, JUDGED_OUT]
     # Over the threshold the distance decides first, judge or not.
     g = gate(result, 0.3, 4, rule)
-    assert g.refusal.startswith("NO ANSWER: nothing under cosine distance 0.300")
+    assert refusal_sentence(g).startswith("NO ANSWER: nothing under cosine distance 0.300")
     # A name the passage lacks fails it whatever its score ("names" kept beside the judge) ...
     named = SearchResult("q", "q", [row(1, 2.0, lacks_names=("lantern",))], {})
     assert gate(named, 0.8, 4, rule).kept == []

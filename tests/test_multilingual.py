@@ -13,6 +13,7 @@ from rag.deciding.rule import ACROSS, DISTANCE, KEPT, OVER, UNSUPPORTED
 from rag.indexing.multilingual import load_multilingual
 
 from tests.test_refusals import indexed_folder
+from rag.deciding.explain import refusal_sentence, unsaid_note
 
 NOTES = {
     "contrato.md": (
@@ -38,7 +39,7 @@ def mixed(make_engine, tmp_path):
 def test_a_question_in_one_language_is_answered_from_a_note_in_the_other(mixed, question, doc, needle):
     turn = mixed.ask(question)
     kept = turn.gated.kept
-    assert kept, turn.gated.refusal
+    assert kept, refusal_sentence(turn.gated)
     assert kept[0].doc_name == doc and needle in kept[0].content
     # It was found by the multilingual side and judged by its multilingual distance, under the calibrated cut.
     assert kept[0].across and kept[0].side_rank == 1
@@ -47,7 +48,7 @@ def test_a_question_in_one_language_is_answered_from_a_note_in_the_other(mixed, 
     citation = turn.gated.citations[0]
     assert citation.doc_name == doc and citation.multilingual_distance == kept[0].side_distance
     # No caution that the passage "never mentions" the question's words: it is in another language.
-    assert turn.gated.unsaid_note is None
+    assert unsaid_note(turn.gated) is None
 
 
 def test_an_unrelated_question_in_another_language_is_refused_by_the_multilingual_cut(make_engine, tmp_path):
@@ -57,7 +58,7 @@ def test_an_unrelated_question_in_another_language_is_refused_by_the_multilingua
     g = turn.gated
     assert set(g.verdicts) <= {OVER, UNSUPPORTED} and g.failed == DISTANCE and g.because == ACROSS
     assert g.across_best > g.rule.across_cut
-    assert g.refusal.startswith("NO ANSWER: the closest passages are in Portuguese") and "multilingual distance" in g.refusal
+    assert refusal_sentence(g).startswith("NO ANSWER: the closest passages are in Portuguese") and "multilingual distance" in refusal_sentence(g)
     # Every candidate is shown with its multilingual rank and distance.
     assert all(c.side_distance is not None and c.across for c in g.candidates)
 

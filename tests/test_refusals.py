@@ -25,6 +25,7 @@ from rag.text.lexical import is_code
 from rag.indexing.bm25 import LexicalIndex
 from rag.searching.terms import question_names, question_terms
 from rag.searching.search import Candidate, SearchResult
+from rag.deciding.explain import codes_note, header, paraphrase_note, refusal_sentence, split_note, unsaid_note
 
 CAKE = "Qual é a receita do bolo de chocolate?"
 PERU = "Capital of Peru?"
@@ -55,7 +56,7 @@ def result(*cands: Candidate, question: str = "What is the bolo?", terms: tuple[
 def test_every_refusal_names_the_test_it_failed(cands, failed, text):
     g = gate(result(*cands), 0.6, 4, SupportRule(min_support=0.5))
     assert g.kept == [] and g.failed == failed
-    assert g.refusal.startswith("NO ANSWER: ") and text in g.refusal
+    assert refusal_sentence(g).startswith("NO ANSWER: ") and text in refusal_sentence(g)
 
 
 def test_support_rule_lets_close_paraphrases_through_with_fewer_words():
@@ -73,7 +74,7 @@ def test_a_name_the_folder_never_mentions_takes_away_the_close_relaxation():
     plain = gate(result(candidate(1, 0.35, 0.3, ("youtube",)), **asked), 0.6, 4, rule)
     named = gate(result(candidate(1, 0.35, 0.3, ("youtube",), ("youtube",)), **asked), 0.6, 4, rule)
     assert plain.verdicts == [rag.KEPT]
-    assert named.verdicts == [rag.UNSUPPORTED] and named.failed == SUPPORT and '"youtube"' in named.refusal
+    assert named.verdicts == [rag.UNSUPPORTED] and named.failed == SUPPORT and '"youtube"' in refusal_sentence(named)
     # Full support still answers, name or not.
     assert gate(result(candidate(1, 0.35, 0.6, (), ("youtube",))), 0.6, 4, rule).verdicts == [rag.KEPT]
 
@@ -85,9 +86,9 @@ def test_a_passage_holding_the_code_the_question_names_passes_the_support_test_n
     short = candidate(2, 0.5, 0.3, ("resolvo",), (), ("err-4017",))  # holds it, under the support needed
     lacking = candidate(3, 0.55, 0.0, ("resolvo", "err-4017"))  # does not hold it
     g = gate(result(far, short, lacking, **asked), 0.6, 4, rule)
-    assert g.verdicts == [rag.OVER, rag.KEPT, rag.UNSUPPORTED] and g.refusal is None
+    assert g.verdicts == [rag.OVER, rag.KEPT, rag.UNSUPPORTED] and refusal_sentence(g) is None
     assert g.kept_for_codes == [short] and not g.paraphrase_only
-    assert '"ERR-4017"' in g.codes_note and "doc.md at 0.500" in g.codes_note
+    assert '"ERR-4017"' in codes_note(g) and "doc.md at 0.500" in codes_note(g)
     # Without the code the same rows are refused; the distance test is the slider's, code or not.
     plain = [candidate(1, 0.84), candidate(2, 0.5, 0.3, ("resolvo",))]
     assert gate(result(*plain, **asked), 0.6, 4, rule).failed == SUPPORT
@@ -95,7 +96,7 @@ def test_a_passage_holding_the_code_the_question_names_passes_the_support_test_n
     assert over.failed == DISTANCE and over.needed_threshold == pytest.approx(0.84)
     assert evidence_distance(result(far, short, **asked), rule) == pytest.approx(0.5)
     # A kept row that would have passed anyway is not put down to its code.
-    assert gate(result(candidate(1, 0.3, 1.0, (), (), ("err-4017",)), **asked), 0.6, 4, rule).codes_note is None
+    assert codes_note(gate(result(candidate(1, 0.3, 1.0, (), (), ("err-4017",)), **asked), 0.6, 4, rule)) is None
 
 
 @pytest.mark.parametrize("term, code", [
@@ -244,7 +245,7 @@ def test_an_encyclopedic_folder_answers_its_own_questions_and_refuses_general_kn
     for question, doc in [("Who painted frescoes for the popes?", "painting.md"),
                           ("Quem governava a República Romana?", "roma.md")]:
         turn = engine.ask(question)
-        assert turn.gated.kept and turn.gated.kept[0].doc_name == doc, (question, turn.gated.refusal)
+        assert turn.gated.kept and turn.gated.kept[0].doc_name == doc, (question, refusal_sentence(turn.gated))
     for question in ("What was the Library of Alexandria known for?", "Quem escreveu Os Lusíadas?"):
         turn = engine.ask(question)
         assert turn.answer.refused and turn.gated.failed in (SUPPORT, DISTANCE), question
@@ -280,12 +281,12 @@ def test_a_refusal_on_support_says_when_the_passages_are_in_another_language(mak
         "cada mês por transferência bancária.\n")})
     english = engine.ask("Can I keep a dog at home?", threshold=1.0)
     assert english.result.language == "en" and english.gated.failed == SUPPORT
-    assert english.gated.refusal.endswith("are in Portuguese and the question in English: if the answer is in them, "
+    assert refusal_sentence(english.gated).endswith("are in Portuguese and the question in English: if the answer is in them, "
                                           "ask in Portuguese (the search looks for the question's own words)")
     portuguese = engine.ask("Posso ter um cão no locado?", threshold=1.0)
-    assert not portuguese.answer.refused, portuguese.gated.refusal
+    assert not portuguese.answer.refused, refusal_sentence(portuguese.gated)
     cake = engine.ask("Qual é a receita do bolo de chocolate?", threshold=1.0)  # same language: no such hint
-    assert cake.gated.failed == SUPPORT and "ask in" not in cake.gated.refusal
+    assert cake.gated.failed == SUPPORT and "ask in" not in refusal_sentence(cake.gated)
 
 
 @pytest.mark.parametrize("question, other", [
@@ -303,9 +304,9 @@ def test_a_refusal_in_a_bilingual_folder_says_the_folder_holds_another_language(
         "handbook.md": "# Staff handbook\n\n## Leave\n\nEvery employee has 27 days of paid leave a year, booked "
                        "in the leave calendar.\n\n## Expenses\n\nTravel is refunded monthly against receipts.\n"})
     turn = engine.ask(question)
-    assert turn.answer.refused and turn.gated.failed == SUPPORT, turn.gated.refusal
-    assert turn.gated.refusal.endswith(f"also holds passages in {other}: if the answer is there, ask in {other} "
-                                       "(the search looks for the question's own words)"), turn.gated.refusal
+    assert turn.answer.refused and turn.gated.failed == SUPPORT, refusal_sentence(turn.gated)
+    assert refusal_sentence(turn.gated).endswith(f"also holds passages in {other}: if the answer is there, ask in {other} "
+                                       "(the search looks for the question's own words)"), refusal_sentence(turn.gated)
     assert engine.ask("Qual é a renda mensal do armazém?").gated.kept  # asked in its language, it is found
     assert engine.ask("How many days of paid leave do I get?").gated.kept
 
@@ -319,11 +320,11 @@ def test_an_answer_joining_two_documents_that_each_lack_the_others_words_says_so
         "bikes.md": "# Bicycle room\n\nThe bicycle room is in the basement. A key deposit of 25 euros is required. "
                     "Bicycles must carry a name tag.\n"})
     joined = engine.ask("How much is the deposit for the tool shed key?", threshold=0.8)
-    assert {c.doc_name for c in joined.gated.kept} == {"garden.md", "bikes.md"}, joined.gated.refusal
-    note = joined.gated.split_note
+    assert {c.doc_name for c in joined.gated.kept} == {"garden.md", "bikes.md"}, refusal_sentence(joined.gated)
+    note = split_note(joined.gated)
     assert note and note.startswith("No passage holds the whole question:"), note
     assert '"deposit"' in note and '"tool" and "shed"' in note, note
-    assert engine.ask("What is the code of the tool shed?", threshold=0.8).gated.split_note is None
+    assert split_note(engine.ask("What is the code of the tool shed?", threshold=0.8).gated) is None
     # Said of documents, so of all their kept passages: a second passage of garden.md holding "deposit" and
     # "key" makes the claim "garden.md lacks them" false (a trial read it under a passage holding the word),
     # and a passage holding the whole question leaves nothing split.
@@ -333,7 +334,7 @@ def test_an_answer_joining_two_documents_that_each_lack_the_others_words_says_so
     for extra in (replace(garden, chunk_id="garden-2", missing=("tool", "shed")),
                   replace(garden, chunk_id="garden-3", missing=())):
         both = replace(g, candidates=g.kept + [extra], verdicts=[rag.KEPT] * (len(g.kept) + 1))
-        assert both.split_note is None, (extra.missing, both.split_note)
+        assert split_note(both) is None, (extra.missing, split_note(both))
     from rag.cli import main
     assert main(["--folder", str(tmp_path / "club"), "--index-dir", str(tmp_path / "idx"), "--config",
                  str(tmp_path / "none.toml"), "ask", "--threshold", "0.8",
@@ -355,16 +356,16 @@ def test_an_answer_whose_passages_all_lack_a_question_word_names_it(make_engine,
     for question, word in (("How much does the weekend dinghy course in May cost for juniors?", "juniors"),
                            ("When was the club treasurer Helena Dias elected?", "elected")):
         g = engine.ask(question, threshold=0.8).gated
-        assert g.kept and g.kept[0].doc_name == "courses.md", g.refusal
+        assert g.kept and g.kept[0].doc_name == "courses.md", refusal_sentence(g)
         assert all(word in c.missing for c in g.kept) and not g.paraphrase_only
         assert g.unsaid == (word,)
-        assert g.unsaid_note == f'The quoted passages never mention "{word}": check that they answer what you asked.'
+        assert unsaid_note(g) == f'The quoted passages never mention "{word}": check that they answer what you asked.'
     # A passage holding every word leaves nothing unsaid, though another kept one lacks some.
     whole = engine.ask("How much does the dinghy course cost?", threshold=0.8).gated
-    assert whole.kept and whole.unsaid == () and whole.unsaid_note is None
+    assert whole.kept and whole.unsaid == () and unsaid_note(whole) is None
     # A refusal has no such note: there is no answer to check.
     refused = engine.ask("What is the capital of Peru?", threshold=0.8)
-    assert refused.answer.refused and refused.gated.unsaid == () and refused.gated.unsaid_note is None
+    assert refused.answer.refused and refused.gated.unsaid == () and unsaid_note(refused.gated) is None
     from rag.cli import main
     question = "How much does the weekend dinghy course in May cost for juniors?"
     args = ["--folder", str(tmp_path / "club"), "--index-dir", str(tmp_path / "idx"), "--config",
@@ -498,13 +499,13 @@ def test_far_out_a_passage_needs_more_of_the_question_words(make_engine, tmp_pat
     invoice = next(c for c in turn.gated.candidates if c.doc_name == "invoice_policy.pdf" and "late fee" in c.content)
     assert invoice.distance > rule.rise_from and rule.min_support <= invoice.support < rule.needed_by(invoice)
     assert turn.answer.refused and turn.gated.failed == SUPPORT, turn.answer.text
-    assert turn.gated.refusal.endswith("ask in Portuguese (the search looks for the question's own words)")
+    assert refusal_sentence(turn.gated).endswith("ask in Portuguese (the search looks for the question's own words)")
     # Without the rise (rise_percentile 1: it never rises) the same passage was the answer.
     flat = make_engine(small_folder, index_dir=tmp_path / "idx-flat", rise_percentile=1.0)
     flat.sync()
     bluff = flat.ask(question)
     assert bluff.gated.rule.rise_from == math.inf and rising_text(bluff.gated.rule) == ""
-    assert [c.doc_name for c in bluff.gated.kept] == ["invoice_policy.pdf"], bluff.gated.refusal
+    assert [c.doc_name for c in bluff.gated.kept] == ["invoice_policy.pdf"], refusal_sentence(bluff.gated)
     # Its own questions, in each language, still answer.
     for asked, doc in (("What is the code of the tool shed?", "garden.md"),
                        ("What is the late fee for overdue invoices?", "invoice_policy.pdf"),
@@ -525,14 +526,14 @@ def test_chocolate_cake_and_peru_after_a_turn_are_refused_by_default(sample_engi
     # The closest passages are English ones the multilingual side found (no Portuguese note holds its words):
     # none is close enough in meaning, and the refusal says so.
     assert cake.gated.failed == DISTANCE and cake.gated.because == ACROSS
-    assert cake.gated.refusal.startswith("NO ANSWER: the closest passages are in English") and CAKE in cake.gated.refusal
+    assert refusal_sentence(cake.gated).startswith("NO ANSWER: the closest passages are in English") and CAKE in refusal_sentence(cake.gated)
 
     first = sample_engine.ask(EN_OK)
     assert first.gated.kept
     peru = sample_engine.ask(PERU, history=[first.result.query])
     assert peru.result.query != PERU  # searched together with the previous question, as a follow-up
     assert peru.answer.refused and peru.gated.failed in (SUPPORT, DISTANCE)
-    assert peru.gated.refusal.startswith("NO ANSWER")
+    assert refusal_sentence(peru.gated).startswith("NO ANSWER")
 
 
 def test_a_followup_naming_its_own_subject_is_searched_alone_when_joined_no_passage_holds_its_words(sample_engine):
@@ -569,7 +570,7 @@ def test_a_followup_naming_its_own_subject_is_searched_alone_when_joined_no_pass
                                             ("Why does the app refuse to answer?", "en")])
 def test_questions_the_sample_answers_still_answer_in_each_language(sample_engine, question, lang):
     turn = sample_engine.ask(question)
-    assert turn.gated.kept, turn.gated.refusal
+    assert turn.gated.kept, refusal_sentence(turn.gated)
     assert turn.threshold.source == "calibrated"
     assert turn.gated.threshold == sample_engine.calibrated().threshold(lang)
 
@@ -585,7 +586,7 @@ def test_close_paraphrases_answer_with_fewer_words_but_not_with_one_common_word(
     turn = sample_engine.ask(question)
     rule = turn.threshold.rule
     low = rule.close_support
-    assert turn.result.language == lang and turn.gated.kept, turn.gated.refusal
+    assert turn.result.language == lang and turn.gated.kept, refusal_sentence(turn.gated)
     assert low == sample_engine.settings.tuning.close_support == 0.20
     assert rule.close == sample_engine.calibrated().languages[lang].close
     assert any(low <= c.support < 0.5 for c in turn.gated.kept)  # kept through the close rule only
@@ -619,7 +620,7 @@ def test_a_close_passage_holding_one_common_word_is_not_evidence(sample_engine, 
     assert turn.answer.refused and turn.gated.failed == SUPPORT, turn.gated.citations
     assert any(c.distance <= rule.close and v == rag.UNSUPPORTED
                for c, v in zip(turn.gated.candidates, turn.gated.verdicts))
-    assert word in turn.gated.refusal
+    assert word in refusal_sentence(turn.gated)
 
 
 # Passages about upload limits and page limits sit inside the close distance of these questions and hold a
@@ -634,7 +635,7 @@ def test_a_question_naming_what_the_folder_never_mentions_is_refused(sample_engi
     name = question_names(question)[0]
     assert turn.result.unknown_names == (name,)
     assert turn.answer.refused and turn.gated.failed == SUPPORT, turn.gated.citations
-    assert f'"{name}"' in turn.gated.refusal
+    assert f'"{name}"' in refusal_sentence(turn.gated)
     # It was refused by this rule alone: some close passage holds enough words for a close paraphrase.
     assert any(c.distance <= rule.close and c.support + 1e-9 >= rule.close_support for c in turn.gated.candidates)
 
@@ -677,19 +678,19 @@ def test_a_question_naming_what_the_folder_never_mentions_has_no_evidence(make_e
     engine = engine_on(make_engine, tmp_path / "notes", {"projects.md": PROJECTS})
     turn = engine.ask(question)
     assert turn.result.absent_names == absent
-    assert bool(turn.gated.kept) == answered, turn.gated.refusal
+    assert bool(turn.gated.kept) == answered, refusal_sentence(turn.gated)
     if absent:
         # In English, Heron's note is close and holds the question's other words: only the name refuses it.
         # In Portuguese it is over the threshold too, and the refusal says both.
         said = absent_text(question, absent)
         # Whichever test failed, the refusal's header says what the question names (a user trial saw "nothing
         # passed the threshold" over the English Peru refusal, "names something…" over the Portuguese one).
-        assert turn.gated.reason == "the question names something the folder never mentions"
+        assert header(turn.gated) == "the question names something the folder never mentions"
         if turn.gated.failed == SUPPORT:
-            assert turn.gated.refusal == said and rag.UNSUPPORTED in turn.gated.verdicts
+            assert refusal_sentence(turn.gated) == said and rag.UNSUPPORTED in turn.gated.verdicts
         else:
             assert turn.gated.failed == DISTANCE
-            assert turn.gated.refusal.endswith(f'; the folder never mentions "{absent[0]}", which it names')
+            assert refusal_sentence(turn.gated).endswith(f'; the folder never mentions "{absent[0]}", which it names')
         assert turn.gated.failed == SUPPORT or not question.startswith("What")
         assert turn.gated.needed_threshold is None
     if "CFO" in question:
@@ -775,7 +776,7 @@ def test_a_followup_is_answered_only_from_passages_about_the_question_it_follows
     turn = engine.ask(followup, history=[before.result.query])
     assert turn.result.query == f"{first} {followup}"
     assert {c.doc_name for c in turn.gated.kept} <= ({answered_from} if answered_from else set())
-    assert bool(turn.gated.kept) == bool(answered_from), turn.gated.refusal
+    assert bool(turn.gated.kept) == bool(answered_from), refusal_sentence(turn.gated)
     if followup == "At what temperature?":
         assert "180 °C" in turn.answer.text
         # The fridge passage holds "temperature" and is close enough, but none of the cake's words.
@@ -783,7 +784,7 @@ def test_a_followup_is_answered_only_from_passages_about_the_question_it_follows
                   and "temperature" in c.content and c.distance <= turn.gated.threshold]
         assert fridge == [rag.OFF_SUBJECT]
     if answered_from is None:
-        assert turn.gated.failed == SUPPORT and '"weather"' in turn.gated.refusal
+        assert turn.gated.failed == SUPPORT and '"weather"' in refusal_sentence(turn.gated)
     # Asked alone, no earlier subject: no passage is judged on one.
     alone = engine.ask(followup)
     assert all(c.subject_support is None for c in alone.result.candidates)
@@ -812,9 +813,9 @@ LEASE = {
 def test_a_followup_may_move_to_another_part_of_the_same_document(make_engine, tmp_path, first, followup, needle):
     engine = engine_on(make_engine, tmp_path / "lease", LEASE)
     before = engine.ask(first)
-    assert before.gated.kept, before.gated.refusal
+    assert before.gated.kept, refusal_sentence(before.gated)
     turn = engine.ask(followup, history=[before.result.query])
-    assert any(needle in c.content for c in turn.gated.kept), turn.gated.refusal
+    assert any(needle in c.content for c in turn.gated.kept), refusal_sentence(turn.gated)
     passage = next(c for c in turn.gated.kept if needle in c.content)
     assert passage.subject_support == 0 and passage.subject_in_document
     assert all(c.doc_name != "fridge.md" for c in turn.gated.kept)
@@ -845,17 +846,17 @@ def test_a_question_naming_a_code_is_answered_by_the_passage_holding_it(sample_e
     # was refused for lacking "erro" and "resolve-se".
     turn = sample_engine.ask("o erro ERR-3001 resolve-se como?")
     assert turn.result.language == "pt" and turn.threshold.source == "calibrated"
-    assert not turn.answer.refused, turn.gated.refusal
+    assert not turn.answer.refused, refusal_sentence(turn.gated)
     row = next(c for c in turn.gated.kept if c.codes == ("err-3001",))
     assert "ERR-3001" in row.content and row.distance <= turn.gated.threshold
-    assert row in turn.gated.kept_for_codes and '"ERR-3001"' in turn.gated.codes_note
+    assert row in turn.gated.kept_for_codes and '"ERR-3001"' in codes_note(turn.gated)
 
 
 def test_a_code_is_answered_from_its_own_table_row(sample_engine):
     # The error-code table is longer than a chunk, so each row is a chunk of its own (with the table's header
     # line embedded). Packed four rows to a chunk, the ERR-4017 row sat at 0.843 and was refused by default.
     turn = sample_engine.ask("What does ERR-4017 mean?")
-    assert turn.threshold.source == "calibrated" and not turn.answer.refused, turn.gated.refusal
+    assert turn.threshold.source == "calibrated" and not turn.answer.refused, refusal_sentence(turn.gated)
     row = turn.gated.kept[0]
     assert row.codes == ("err-4017",) and row.content.count("| ERR-") == 1, row.content
     assert "The index was built with a different embedding model" in turn.answer.text
@@ -867,7 +868,7 @@ def test_a_code_does_not_move_the_threshold(sample_engine):
     # that would let it through, and answered once the slider is there.
     question = "o que significa o erro ERR-4017?"
     turn = sample_engine.ask(question)
-    assert turn.answer.refused and '"err-4017"' in turn.gated.refusal  # those under the threshold do not hold it
+    assert turn.answer.refused and '"err-4017"' in refusal_sentence(turn.gated)  # those under the threshold do not hold it
     assert "ERR-4017 | The index was built" in turn.gated.closest_supported.content
     needed = turn.gated.needed_threshold
     assert needed > turn.gated.threshold
@@ -884,10 +885,10 @@ def test_a_followup_referring_to_a_code_passes_by_the_code(sample_engine, first,
     # for "How do I fix ERR-4017?". Before, the follow-up was judged on "fix" alone and refused.
     before = sample_engine.ask(first)
     turn = sample_engine.ask(followup, history=[before.result.query])
-    assert turn.result.query.endswith(followup) and not turn.answer.refused, turn.gated.refusal
+    assert turn.result.query.endswith(followup) and not turn.answer.refused, refusal_sentence(turn.gated)
     row = next(c for c in turn.gated.kept if c.codes == (code.lower(),))
     assert code in row.content and row in turn.gated.kept_for_codes
-    assert f'"{code}", which the question refers to' in turn.gated.codes_note
+    assert f'"{code}", which the question refers to' in codes_note(turn.gated)
     # Only through a referring word: a follow-up naming nothing of the kind keeps its own words.
     for other in ("Capital of Peru?", "And what about ERR-9999?"):
         refused = sample_engine.ask(other, history=[before.result.query])
@@ -897,8 +898,8 @@ def test_a_followup_referring_to_a_code_passes_by_the_code(sample_engine, first,
 def test_a_code_the_folder_never_holds_is_refused_with_its_name(sample_engine):
     turn = sample_engine.ask("What does ERR-9999 mean?")
     assert turn.answer.refused and turn.gated.failed == SUPPORT
-    assert all(c.codes == () for c in turn.gated.candidates) and turn.gated.codes_note is None
-    assert 'the folder never mentions "err-9999"' in turn.gated.refusal
+    assert all(c.codes == () for c in turn.gated.candidates) and codes_note(turn.gated) is None
+    assert 'the folder never mentions "err-9999"' in refusal_sentence(turn.gated)
 
 
 def test_an_empty_folder_is_not_said_to_never_mention_a_name(make_engine, capsys):
@@ -917,7 +918,7 @@ def test_an_empty_folder_is_not_said_to_never_mention_a_name(make_engine, capsys
 def test_names_the_folder_uses_keep_the_close_relaxation(sample_engine):
     turn = sample_engine.ask("Can the app search inside a PDF that has no text layer?")
     assert "pdf" in question_names(turn.question) and turn.result.unknown_names == ()
-    assert turn.gated.kept, turn.gated.refusal
+    assert turn.gated.kept, refusal_sentence(turn.gated)
 
 
 @pytest.mark.parametrize("question, lang, words", [
@@ -927,7 +928,7 @@ def test_names_the_folder_uses_keep_the_close_relaxation(sample_engine):
 def test_one_shared_word_far_from_the_folder_is_not_evidence(sample_engine, question, lang, words):
     turn = sample_engine.ask(question)
     assert turn.answer.refused and turn.gated.failed == SUPPORT and turn.result.language == lang
-    assert all(w in turn.gated.refusal for w in words)
+    assert all(w in refusal_sentence(turn.gated) for w in words)
 
 
 def test_calibrated_threshold_is_used_until_a_person_sets_one(make_engine, sample_folder, tmp_path, capsys):
@@ -1026,7 +1027,7 @@ def test_a_recipes_folder_keeps_answering_recipe_questions(make_engine, tmp_path
                           ("What goes into the pancake batter?", "pancakes.md"),
                           ("Quanto tempo leva o bolo de chocolate no forno?", "bolo.md")]:
         turn = engine.ask(question)
-        assert turn.gated.kept, (question, turn.gated.refusal, turn.threshold.note)
+        assert turn.gated.kept, (question, refusal_sentence(turn.gated), turn.threshold.note)
         assert turn.gated.kept[0].doc_name == doc
     for question in ("Who won the 1998 World Cup?", "Qual é a capital da Mongólia?"):
         assert engine.ask(question).answer.refused, question
@@ -1071,13 +1072,13 @@ def test_an_answer_kept_only_as_close_paraphrases_carries_a_note(sample_engine):
     g = near.gated
     assert g.kept and g.paraphrase_only
     assert all(c.support < g.rule.min_support and c.distance <= g.rule.close for c in g.kept)
-    assert {"k1", "b"} <= set(g.missing) and '"k1"' in g.paraphrase_note
-    assert f"{percent(max(c.support for c in g.kept))} of the question's words" in g.paraphrase_note
+    assert {"k1", "b"} <= set(g.missing) and '"k1"' in paraphrase_note(g)
+    assert f"{percent(max(c.support for c in g.kept))} of the question's words" in paraphrase_note(g)
     held = sample_engine.ask("How many commands does set-up take?").gated
     assert held.kept and any(c.support >= held.rule.min_support for c in held.kept)
-    assert not held.paraphrase_only and held.paraphrase_note is None
+    assert not held.paraphrase_only and paraphrase_note(held) is None
     refused = sample_engine.ask("What is the capital of Peru?").gated
-    assert refused.refusal and refused.paraphrase_note is None
+    assert refusal_sentence(refused) and paraphrase_note(refused) is None
 
 
 # Between the close distance and the rise, a right passage in its own words (the handbook's "first start"
@@ -1090,14 +1091,14 @@ def test_between_close_and_far_the_share_needed_grows_with_the_distance(sample_e
     g = sample_engine.ask(question).gated
     rule = g.rule
     assert rule.ramping and rule.close < rule.rise_from, rule
-    assert g.kept and g.kept[0].doc_name == "getting-started.md", g.refusal
+    assert g.kept and g.kept[0].doc_name == "getting-started.md", refusal_sentence(g)
     right = g.kept[0]
     assert rule.close < right.distance < rule.rise_from
     grown = (right.distance - rule.close) / (rule.rise_from - rule.close)
     start, full = sample_engine.settings.tuning.ramp_support, sample_engine.settings.tuning.min_support
     assert rule.needed_by(right) == pytest.approx(start + (full - start) * grown)
     assert rule.needed_by(right) <= right.support < rule.min_support
-    assert g.paraphrase_only and '"launch"' in g.paraphrase_note
+    assert g.paraphrase_only and '"launch"' in paraphrase_note(g)
     # The share needed is continuous: the close share at the close distance, the full one at the rise.
     assert rule.needed(rule.close) == rule.close_support and rule.needed(rule.rise_from) == rule.min_support
     assert rule.needed(rule.close + 1e-6) == pytest.approx(start, abs=1e-3)
@@ -1139,8 +1140,8 @@ def test_a_question_with_no_word_of_its_own_is_refused_and_says_so(sample_engine
     assert all(c.wordless for c in turn.result.candidates) and turn.result.terms == ()
     if turn.gated.failed == rag.SUPPORT:  # some passage was close enough: the refusal says why none counts
         assert turn.gated.because == WORDLESS
-        assert turn.gated.refusal == wordless_text(question)
-        assert turn.gated.reason == "the question has no word of its own to look for"
+        assert refusal_sentence(turn.gated) == wordless_text(question)
+        assert header(turn.gated) == "the question has no word of its own to look for"
 
 
 def test_a_wordless_followup_that_refers_to_a_code_is_answered_from_the_passage_holding_it(sample_engine):
@@ -1173,7 +1174,7 @@ def test_a_word_asking_for_a_measure_is_held_by_a_value_of_it(make_engine, tmp_p
         passage = next(c for c in turn.result.candidates if "inspected" in c.content)
         assert "often" in passage.missing and passage.support < 1.0
     else:
-        assert any(needle in c.content for c in turn.gated.kept), turn.gated.refusal
+        assert any(needle in c.content for c in turn.gated.kept), refusal_sentence(turn.gated)
         measure = next(w for w in ("often", "custa", "valor", "pago") if w in question)
         assert measure not in next(c for c in turn.gated.kept if needle in c.content).missing
 
@@ -1194,7 +1195,7 @@ def test_a_unit_written_with_a_capital_is_a_measure_not_an_absent_name(make_engi
         "the creep strength of its blades.\n\n## Condensers\n\nThe exhaust steam is condensed at low pressure.\n")})
     turn = engine.ask("What is the turbine entry temperature of a steam turbine, in degrees Celsius?")
     assert turn.result.absent_names == () and turn.result.unknown_names == ()
-    assert any("565 °C" in c.content for c in turn.gated.kept), turn.gated.refusal
+    assert any("565 °C" in c.content for c in turn.gated.kept), refusal_sentence(turn.gated)
 
 
 def test_the_rise_of_a_calibrated_language_and_of_an_unclear_one():
@@ -1232,26 +1233,26 @@ def test_a_number_written_as_a_name_is_one(make_engine, tmp_path):
     writes it has nothing on it. A number of a quantity ("a 60 MB file", "5,000 euros") is not one."""
     engine = indexed_folder(make_engine, tmp_path, "club", CLUB)
     level4 = engine.ask("What is the Level 4 course price?")
-    assert level4.answer.refused and level4.gated.because == UNNAMED, level4.gated.refusal
+    assert level4.answer.refused and level4.gated.because == UNNAMED, refusal_sentence(level4.gated)
     # (With the share that grows past the close distance, a passage of another section holding "course" and a
     # price but not "Level" is close enough to count too: both names are said.)
-    assert re.search(r'never mention "4"( or "level")?, which it names$', level4.gated.refusal), level4.gated.refusal
+    assert re.search(r'never mention "4"( or "level")?, which it names$', refusal_sentence(level4.gated)), refusal_sentence(level4.gated)
     year = engine.ask("Who won the 2025 regatta?")
-    assert year.answer.refused and year.gated.because == ABSENT and '"2025"' in year.gated.refusal
+    assert year.answer.refused and year.gated.because == ABSENT and '"2025"' in refusal_sentence(year.gated)
     level2 = engine.ask("How much does the Level 2 course cost?")
     assert "310 euros" in level2.answer.text and "260 euros" not in level2.answer.text, level2.answer.text
     # Nor the Level 3 sentence of the same section, "Level 2 and Level 3": read under that heading it held "2".
     assert "350 euros" not in level2.answer.text, level2.answer.text
     juniors = engine.ask("And for juniors?", history=[level2.result.query])
     assert juniors.answer.refused, juniors.answer.text  # the folder gives no junior price for Level 2
-    assert juniors.gated.refusal.endswith('never mention "2", which the question before it names')
+    assert refusal_sentence(juniors.gated).endswith('never mention "2", which the question before it names')
     level1 = next(c for c in juniors.result.candidates if "260 euros" in c.content)
     assert level1.lacking == ("2",) and level1.missing == ()  # the table's "lacks" column says so
     level3 = engine.ask("What about Level 3?", history=[level2.result.query])
-    assert "350 euros" in level3.answer.text, level3.gated.refusal
+    assert "350 euros" in level3.answer.text, refusal_sentence(level3.gated)
     for question, needle in (("When is the 2026 regatta?", "12 and 13 September"),
                              ("How much does the Level 1 course cost?", "260 euros"),
                              ("Who has 4 RS Feva dinghies?", "RS Feva"),  # "4" before a word: a count, in digits
                              ("Does the club have 6 Laser dinghies?", "six Laser")):  # a small count, in words
         turn = engine.ask(question)
-        assert needle in turn.answer.text, (question, turn.gated.refusal)
+        assert needle in turn.answer.text, (question, refusal_sentence(turn.gated))

@@ -24,6 +24,7 @@ from app import chat_view as view
 from app import chat_widgets as widgets
 from app import ui, ui_files
 from app.chat_session import MODES, ChatSession, Controls
+from rag.deciding.explain import codes_note, refusal_sentence
 
 ws = ui.workspace()
 engine = ws.engine
@@ -108,7 +109,7 @@ def render_turn(index: int, turn: dict) -> None:
         # turns an answer into a refusal, an empty element takes the sources' place, so their cards go at
         # once instead of lingering until the rest of the page is drawn.
         head = st.container()
-        if gated.refusal is not None:
+        if refusal_sentence(gated) is not None:
             refusal = view.refusal_lines(gated, engine.indexing())
             with head:
                 st.markdown(refusal.header)
@@ -134,8 +135,8 @@ def render_turn(index: int, turn: dict) -> None:
         st.caption(view.timing_caption(result, ans, ms, None if shown.live else shown.threshold))
         with st.expander(view.retrieval_label(gated), expanded=shown.live):
             st.caption(view.evidence_caption(gated, result))
-            if gated.codes_note:
-                st.caption(ui.md_escape(gated.codes_note))
+            if codes_note(gated):
+                st.caption(ui.md_escape(codes_note(gated)))
             st.caption(view.fusion_note(result, settings.tuning.rrf_k, settings.tuning.multilingual_weight_across))
             widgets.retrieval_table(gated, result)
             chosen = st.empty()  # in every state, so a list from an earlier answer never lingers

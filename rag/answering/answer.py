@@ -47,6 +47,7 @@ from rag.answering.prompt import LLMGenerator, Prompt, llm_client
 from rag.searching.terms import holds_value, identifier_numbers, question_terms
 from rag.settings import Tuning
 from rag.text.words import alternation, every
+from rag.deciding.explain import refusal_sentence
 
 
 @dataclass(frozen=True)
@@ -339,8 +340,8 @@ def answer(gated: Gated, generator: Generator, *, standalone: str | None = None,
     replaces what was shown.
     """
     shown = standalone if standalone and standalone != gated.question else None
-    if gated.refusal is not None:
-        return Answer(text=gated.refusal, refused=True, mode="refusal", standalone_question=shown)
+    if refusal_sentence(gated) is not None:
+        return Answer(text=refusal_sentence(gated), refused=True, mode="refusal", standalone_question=shown)
     def run(g: Generator) -> Iterator[str]:
         if getattr(g, "answers_as_asked", False):
             return g.generate(gated.question, gated.citations, searched=shown)

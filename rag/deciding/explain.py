@@ -30,17 +30,16 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from rag.deciding.citations import locator
+from rag.deciding.gate import Gated
 from rag.deciding.rule import (ABSENT, ACROSS, CAPPED, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT,
                                UNNAMED, UNSUPPORTED, WORDLESS, WORDS, SupportRule)
 from rag.searching.search import Candidate
 from rag.settings import REFUSAL_PREFIX
 from rag.text.lexical import LANGUAGE_NAMES
 
-if TYPE_CHECKING:  # the gate words its verdicts through this module: the type only, for the annotations
-    from rag.deciding.gate import Gated
 
 # A refusal's cause in a few words, for its header, by the rule it names (`Gated.because`).
 _REASONS = {WORDLESS: "the question has no word of its own to look for",
@@ -187,7 +186,7 @@ def header(gated: Gated) -> str:
 
 
 def refusal_sentence(gated: Gated) -> str | None:
-    """The refusal sentence for a gate verdict (None when answered): what `Gated.refusal` reads."""
+    """The refusal sentence for a gate verdict (None when answered): what every surface says."""
     if gated.failed is None:
         return None
     t, q, because = gated.threshold, gated.question, gated.because
@@ -523,6 +522,14 @@ def paraphrase_text(best: float, min_support: float, missing: Sequence[str]) -> 
             f"({percent(min_support, needed=True)} otherwise){lacking}. Check that they answer what you asked.")
 
 
+def paraphrase_note(gated: Gated) -> str | None:
+    """`paraphrase_text` for an answer whose every kept passage is a close paraphrase (`Gated.paraphrase_only`),
+    else None."""
+    if not gated.paraphrase_only:
+        return None
+    return paraphrase_text(max(c.support for c in gated.kept), gated.rule.min_support, gated.missing)
+
+
 def unsaid_note(gated: Gated) -> str | None:
     """A caution beside an answer whose passages all lack some of the question's words: a near miss is
     answered from a passage on the question's subject that does not give what it asks ("How much does the
@@ -536,7 +543,7 @@ def unsaid_note(gated: Gated) -> str | None:
     >>> from rag.deciding.gate import Gated
     >>> row = Candidate("c1", "d1", "courses.md", "", "", "", 0, 0, None, None, "text", 1, 0.1, 0.4, 1, 1,
     ...                 1.0, support=0.8, missing=("juniors",))
-    >>> Gated("q", 0.8, 4, [row], [KEPT], [], row, SupportRule(0.5)).unsaid_note
+    >>> unsaid_note(Gated("q", 0.8, 4, [row], [KEPT], [], row, SupportRule(0.5)))
     'The quoted passages never mention "juniors": check that they answer what you asked.'
     """
     words = gated.unsaid

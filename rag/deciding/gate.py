@@ -39,14 +39,15 @@ nothing passes), and the name tests hold (a name is written alike in every langu
 The gate keeps, in fused order, at most `max_chunks` candidates that pass both. When none does, `Gated`
 says which test failed (`failed`: EMPTY, DISTANCE, SUPPORT), which rule of the support test it names
 (`because`: WORDLESS, ABSENT, UNNAMED, ELSEWHERE, JUDGE, WORDS) and the data its words need; rag.deciding.explain
-renders it (`Gated.refusal` is its sentence). It keeps the closest candidate and the closest that passes
+words it (`explain.refusal_sentence`: `Gated` holds data only). It keeps the closest candidate and the closest that passes
 the support test, whose distance is the smallest threshold that would let it through. It never searches:
 moving the threshold re-gates the same candidates. Citations of the kept passages: rag.deciding.citations.
 
 >>> from rag.searching.search import SearchResult
 >>> far = Candidate("c1", "d1", "uploads.md", "", "", "", 0, 0, None, None, "text", 1, 0.1, 0.9, 1, 1, 1.0)
 >>> g = gate(SearchResult("What is the capital of Peru?", "", [far], {}), 0.675)
->>> g.verdicts, g.failed, g.refusal
+>>> from rag.deciding.explain import refusal_sentence
+>>> g.verdicts, g.failed, refusal_sentence(g)
 (['over threshold'], 'distance', 'NO ANSWER: nothing under cosine distance 0.675 for "What is the capital of Peru?"')
 """
 
@@ -55,7 +56,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from rag.deciding import explain
 from rag.deciding.citations import Citation, cite
 from rag.deciding.rule import (ABSENT, ACROSS, CAPPED, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT,
                                NO_SUPPORT_TEST, OFF_SUBJECT, OVER, SUPPORT, UNNAMED, UNSUPPORTED, WORDLESS, WORDS,
@@ -104,18 +104,8 @@ class Gated:
         return None if self.rule.across_cut is None else min(self.rule.across_cut, self.threshold)
 
     @property
-    def refusal(self) -> str | None:
-        """The refusal sentence (None when answered), worded by rag.deciding.explain."""
-        return explain.refusal_sentence(self)
-
-    @property
     def kept(self) -> list[Candidate]:
         return [c for c, v in zip(self.candidates, self.verdicts) if v == KEPT]
-
-    @property
-    def reason(self) -> str:
-        """A refusal's cause in a few words, for its header ("" when answered)."""
-        return explain.header(self)
 
     @property
     def paraphrase_only(self) -> bool:
@@ -126,12 +116,6 @@ class Gated:
         return bool(kept) and not any(self.rule.holds_in_full(c) for c in kept)
 
     @property
-    def paraphrase_note(self) -> str | None:
-        if not self.paraphrase_only:
-            return None
-        return explain.paraphrase_text(max(c.support for c in self.kept), self.rule.min_support, self.missing)
-
-    @property
     def unsaid(self) -> tuple[str, ...]:
         """The question's words that no kept passage holds, in the question's order (() when refused, or when
         some passage holds them all)."""
@@ -140,26 +124,10 @@ class Gated:
         return lacked_by_all(kept, kept[0].missing) if kept else ()
 
     @property
-    def unsaid_note(self) -> str | None:
-        """A caution beside an answer whose passages all lack some of the question's words (rag.deciding.explain)."""
-        return explain.unsaid_note(self)
-
-    @property
-    def split_note(self) -> str | None:
-        """A caution beside an answer whose passages, from different documents, each lack words the other
-        holds (rag.deciding.explain)."""
-        return explain.split_note(self)
-
-    @property
     def kept_for_codes(self) -> list[Candidate]:
         """Kept passages that hold a code the question names and would have failed the support test
         without it (the screen says so beside the table)."""
         return [c for c in self.kept if c.codes and c.support + 1e-9 < self.rule.needed_by(c)]
-
-    @property
-    def codes_note(self) -> str | None:
-        """What the screen says beside the table when a passage was kept for a code the question names."""
-        return explain.codes_note(self)
 
     @property
     def needed_threshold(self) -> float | None:

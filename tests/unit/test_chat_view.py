@@ -16,6 +16,7 @@ import rag
 from rag.answering.answer import ChosenSentence
 from rag.deciding.citations import NO_ANSWER_SENTENCE
 from rag.deciding.explain import refusal_text
+from rag.deciding.explain import header
 
 RULE = rag.SupportRule(0.5, close=0.3, close_support=0.2)
 
@@ -82,7 +83,7 @@ def test_refusal_names_the_closest_candidate_and_the_threshold_that_would_let_it
     res = result(row(1, 0.62, doc="getting-started.md"), row(2, 0.7))
     gated = rag.gate(res, 0.0, 4, RULE)
     refusal = view.refusal_lines(gated, indexing=0)
-    assert refusal.header == ":orange-badge[:material/block: refused] " + gated.reason
+    assert refusal.header == ":orange-badge[:material/block: refused] " + header(gated)
     assert refusal.text == refusal_text(0.0, res.question)
     closest, need = map(plain, refusal.lines)
     assert closest.startswith("Closest candidate: **getting-started.md** · Setup at cosine distance **0.620**.")

@@ -8,6 +8,7 @@ from rag.deciding.explain import LOST_HINT, explain, passing_threshold
 from rag.deciding.gate import gate
 from rag.deciding.rule import KEPT, SupportRule
 from tests.unit.made import result, row
+from rag.deciding.explain import paraphrase_note, refusal_sentence, unsaid_note
 
 RULE = SupportRule(min_support=0.5, close=0.3, close_support=0.2)
 JUDGE_RULE = SupportRule(0.5, judge_cut=0.5, judge_rules=("names",), judge_lang="en")
@@ -22,7 +23,7 @@ def test_the_threshold_printed_really_lets_the_passage_through():
                            "question's words).")
     assert gate(result(near), e.needed_threshold, 4, RULE).verdicts == [KEPT]
     printed_nearest = float(f"{near.distance:.3f}")
-    assert gate(result(near), printed_nearest, 4, RULE).refusal is not None
+    assert refusal_sentence(gate(result(near), printed_nearest, 4, RULE)) is not None
 
 
 @pytest.mark.parametrize("distance", [0.1, 0.843, 0.8430000001, 0.6749999999, 0.9999, 1.2345])
@@ -156,10 +157,10 @@ def test_each_passage_verdict_in_words():
 
 def test_paraphrase_and_unsaid_notes():
     kept = gate(result(row(1, 0.25, support=0.29, missing=("k1", "b")), terms=("bm25", "k1", "b")), 0.8, 4, RULE)
-    assert kept.paraphrase_note == ("Kept as close paraphrases: the passages hold at most 29% of the question's words "
+    assert paraphrase_note(kept) == ("Kept as close paraphrases: the passages hold at most 29% of the question's words "
                                     '(50% otherwise), and none mentions "k1" or "b". Check that they answer what you '
                                     "asked.")
     held = gate(result(row(1, 0.5, support=0.8, missing=("juniors",)), terms=("course", "juniors")), 0.8, 4, RULE)
-    assert held.unsaid_note == 'The quoted passages never mention "juniors": check that they answer what you asked.'
+    assert unsaid_note(held) == 'The quoted passages never mention "juniors": check that they answer what you asked.'
     judged = gate(result(row(1, 0.5, judge=2.0, missing=("juniors",))), 0.8, 4, JUDGE_RULE)
-    assert judged.kept and judged.unsaid_note is None  # the judge read question and passage together
+    assert judged.kept and unsaid_note(judged) is None  # the judge read question and passage together

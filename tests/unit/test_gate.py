@@ -10,6 +10,7 @@ from rag.deciding.explain import explain
 from rag.deciding.gate import gate
 from rag.deciding.rule import ACROSS, ABSENT, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, SUPPORT, UNNAMED, UNSUPPORTED, WORDLESS, WORDS, SupportRule
 from tests.unit.made import result, row
+from rag.deciding.explain import header, paraphrase_note, refusal_sentence, unsaid_note
 
 RULE = SupportRule(min_support=0.5, close=0.3, close_support=0.2)
 
@@ -17,7 +18,7 @@ RULE = SupportRule(min_support=0.5, close=0.3, close_support=0.2)
 def test_nothing_searched_is_an_empty_refusal():
     g = gate(result(), 0.8, 4, RULE)
     assert (g.failed, g.because, g.closest, g.citations) == (EMPTY, "", None, [])
-    assert g.refusal == 'NO ANSWER: nothing under cosine distance 0.800 for "q"'
+    assert refusal_sentence(g) == 'NO ANSWER: nothing under cosine distance 0.800 for "q"'
 
 
 def test_over_the_threshold_fails_the_distance_test_and_keeps_the_nearest_supported():
@@ -29,13 +30,13 @@ def test_over_the_threshold_fails_the_distance_test_and_keeps_the_nearest_suppor
 def test_a_distance_refusal_also_names_an_absent_name():
     g = gate(result(row(1, 0.9, absent_names=("falcon",)), absent_names=("falcon",)), 0.8, 4, RULE)
     assert (g.failed, g.because, g.names) == (DISTANCE, ABSENT, ("falcon",))
-    assert g.refusal.endswith('; the folder never mentions "falcon", which it names')
+    assert refusal_sentence(g).endswith('; the folder never mentions "falcon", which it names')
 
 
 def test_kept_passages_are_cited_in_fused_order_up_to_the_cap():
     rows = [row(n, 0.5) for n in (1, 2, 3)]
     g = gate(result(*rows), 0.8, 2, RULE)
-    assert g.verdicts == [KEPT, KEPT, "under threshold, over cap"] and g.refusal is None and g.failed is None
+    assert g.verdicts == [KEPT, KEPT, "under threshold, over cap"] and refusal_sentence(g) is None and g.failed is None
     assert [(c.n, c.chunk_id, c.link) for c in g.citations] == [(1, "c1", "doc1.md#char=0,10"),
                                                                  (2, "c2", "doc2.md#char=0,10")]
 
@@ -96,11 +97,11 @@ def test_the_judge_decides_with_its_cut_and_names_its_best_score():
 def test_a_close_paraphrase_answer_names_the_words_no_kept_passage_holds():
     g = gate(result(row(1, 0.25, support=0.29, missing=("k1", "b")), terms=("bm25", "k1", "b")), 0.8, 4, RULE)
     assert g.kept and g.paraphrase_only and g.missing == ("k1", "b")
-    assert g.paraphrase_note.startswith("Kept as close paraphrases: the passages hold at most 29%")
-    assert g.unsaid == ("k1", "b") and g.unsaid_note is None  # the paraphrase caution names them instead
+    assert paraphrase_note(g).startswith("Kept as close paraphrases: the passages hold at most 29%")
+    assert g.unsaid == ("k1", "b") and unsaid_note(g) is None  # the paraphrase caution names them instead
     held = gate(result(row(1, 0.5, support=0.8, missing=("juniors",)), terms=("course", "juniors")), 0.8, 4, RULE)
-    assert held.paraphrase_note is None and held.unsaid == ("juniors",)
-    assert held.unsaid_note == 'The quoted passages never mention "juniors": check that they answer what you asked.'
+    assert paraphrase_note(held) is None and held.unsaid == ("juniors",)
+    assert unsaid_note(held) == 'The quoted passages never mention "juniors": check that they answer what you asked.'
 
 
 # --- a passage in another language than the question's (the multilingual side) ---------------------------
@@ -138,7 +139,7 @@ def test_a_threshold_under_the_multilingual_cut_lowers_it_and_at_zero_nothing_pa
     low = gate(rows, 0.4, 4, ACROSS_RULE)
     assert low.verdicts == [OVER, KEPT] and low.across_cut == 0.4
     none = gate(rows, 0.0, 4, ACROSS_RULE)
-    assert set(none.verdicts) == {OVER} and none.because == ACROSS and "need 0.000 or less" in none.refusal
+    assert set(none.verdicts) == {OVER} and none.because == ACROSS and "need 0.000 or less" in refusal_sentence(none)
 
 
 def test_a_passage_in_another_language_holding_a_code_passes_as_ever():
@@ -155,6 +156,6 @@ def test_without_a_multilingual_cut_a_passage_in_another_language_is_judged_as_a
 def test_when_every_candidate_is_in_another_language_the_refusal_says_so():
     g = gate(result(across(1, 0.62), across(2, 0.70), language="en", folder_languages=("en", "pt")), 0.8, 4, ACROSS_RULE)
     assert (g.failed, g.because, g.across_best) == (DISTANCE, ACROSS, 0.62)
-    assert g.refusal == ('NO ANSWER: the closest passages are in Portuguese, and none is close enough in meaning '
+    assert refusal_sentence(g) == ('NO ANSWER: the closest passages are in Portuguese, and none is close enough in meaning '
                          'to "q" (best multilingual distance 0.620; English questions need 0.550 or less)')
-    assert g.reason == "no passage is close enough in meaning (they are in another language)"
+    assert header(g) == "no passage is close enough in meaning (they are in another language)"

@@ -43,8 +43,7 @@ def modules() -> dict[str, Path]:
 
 
 def _type_only(tree: ast.Module) -> set[ast.AST]:
-    """Imports under `if TYPE_CHECKING:`: annotations only, never run (rag.deciding.explain names the gate's
-    `Gated` so, since the gate words its verdicts through it)."""
+    """Imports under `if TYPE_CHECKING:`: annotations only, never run."""
     return {n for node in ast.walk(tree) if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
             for n in ast.walk(node)}
 

@@ -23,6 +23,7 @@ from rag.deciding.diagnosis import UNSUPPORTED_OUT, why_not_found
 from rag.deciding.explain import evidence_rule, percent
 from rag.engine import Turn
 from tests.unit.made import result, row
+from rag.deciding.explain import refusal_sentence
 
 # Calibrated: 10% at or under 0.300, then from 20% growing to 50% at 0.700, rising to every word at 0.900.
 RULE = rag.SupportRule(0.5, close=0.3, close_support=0.1, rise_from=0.7, rise_to=0.9, ramp_support=0.2)
@@ -51,10 +52,10 @@ def test_a_needed_share_reads_the_same_rounded_up_on_every_surface():
     assert shown == "25%"
 
     # The refusal sentence, as the chat, `rag ask` and its --json say it.
-    assert gated.refusal.endswith('"Where is the index stored?" (the best holds 20%; 25% needed)')
-    assert view.refusal_lines(gated, indexing=0).text == gated.refusal
+    assert refusal_sentence(gated).endswith('"Where is the index stored?" (the best holds 20%; 25% needed)')
+    assert view.refusal_lines(gated, indexing=0).text == refusal_sentence(gated)
     turn = Turn(found.question, found, gated, answer(gated, None))
-    assert turn_to_json(turn)["answer"] == gated.refusal
+    assert turn_to_json(turn)["answer"] == refusal_sentence(gated)
 
     # The passage's own verdict, and the diagnosis ("Why wasn't it found?") that quotes it.
     said = rag.explain(gated, passage=c).passage
@@ -69,7 +70,7 @@ def test_a_needed_share_reads_the_same_rounded_up_on_every_surface():
     with contextlib.redirect_stdout(out):
         print_turn(turn)
     lines = out.getvalue().splitlines()
-    assert lines[0] == gated.refusal
+    assert lines[0] == refusal_sentence(gated)
     head = next(line for line in lines if line.split()[:1] == ["fused"]).split()
     cells = next(line for line in lines if line.rstrip().endswith("doc1.md / Section 1")).split()
     assert (cells[head.index("supp")], cells[head.index("need")]) == ("20%", shown)

@@ -15,6 +15,7 @@ from rag.answering.answer import answer
 from rag.cli import print_turn, turn_to_json
 from rag.engine import Turn
 from rag.deciding.explain import LOST_HINT, names_note
+from rag.deciding.explain import refusal_sentence
 
 RULE = rag.SupportRule(min_support=0.5, close=0.3, close_support=0.2)
 
@@ -48,10 +49,10 @@ def unmarked(markdown: str) -> str:
 def test_chat_cli_and_json_say_the_same_lines(case):
     result, threshold = VERDICTS[case]
     gated = rag.gate(result, threshold, 4, RULE)
-    assert gated.refusal is not None
+    assert refusal_sentence(gated) is not None
     plain = rag.explain(gated)
     chat = view.refusal_lines(gated, indexing=0)
-    assert chat.text == plain.refusal == gated.refusal
+    assert chat.text == plain.refusal == refusal_sentence(gated)
     assert [unmarked(line) for line in chat.lines] == [plain.closest, plain.threshold]
 
     turn = Turn(result.question, result, gated, answer(gated, None))
@@ -60,7 +61,7 @@ def test_chat_cli_and_json_say_the_same_lines(case):
         print_turn(turn)
     printed = out.getvalue().splitlines()
     cli = rag.explain(gated, lost_hint="")
-    assert printed[0] == gated.refusal
+    assert printed[0] == refusal_sentence(gated)
     assert cli.closest in printed and cli.threshold in printed
     # The CLI has no "Why wasn't it found?" box: the only difference allowed is that pointer.
     assert cli.threshold == plain.threshold.replace(f"; {LOST_HINT}.", ".")
