@@ -55,7 +55,8 @@ from rag.indexing.snapshot import Snapshot
 from rag.indexing.vectors import GRAPH_PROBE_WORDS, GRAPH_PROBES
 from rag.settings import DEFAULT_THRESHOLD, Settings
 from rag.searching.terms import word_rules
-from rag.indexing.uploads import HELD_DIR, HeldUpload, already_there, held, peek, release, save_upload
+from rag.indexing.uploads import HeldUpload, already_there, held, peek, release, save_upload
+from rag.indexing.library import HELD_DIR
 from rag.reading.viewer import Located, ViewerError, locate
 
 

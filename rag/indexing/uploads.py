@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag.reading.extract import SUPPORTED, kind_of
-from rag.indexing.library import HELD_DIR, WriterLock
+from rag.indexing.library import WriterLock
 
 
 class UploadError(ValueError):
