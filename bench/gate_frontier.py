@@ -70,6 +70,7 @@ from rag.deciding.calibration import KINDS, _just_under, choose_threshold, quest
 from rag.indexing.chunk import sentences  # noqa: E402
 from rag.text.lexical import TOKEN, fold, stop_words, term_tokens  # noqa: E402
 from rag.deciding.needles import contains, load_questions  # noqa: E402
+from rag.deciding.evidence import weighed  # noqa: E402
 from rag.searching.search import hybrid_search  # noqa: E402
 from rag.searching.terms import QUESTION_FILLER  # noqa: E402
 
@@ -119,8 +120,8 @@ def dump(out: Path, squad: Path) -> None:
             qs, kinds = unrelated_questions(lang), question_kinds(lang)
             vectors = embedder.embed_batch([q for _, q in qs])
             for kind, (topic, q), v in zip(kinds, qs, vectors):
-                r = hybrid_search(q, embedder=embedder, snapshot=snap, settings=settings,
-                                  weights=engine.fusion_weights(settings, q), vector=v)
+                r = weighed(hybrid_search(q, embedder=embedder, snapshot=snap, settings=settings,
+                                          weights=engine.fusion_weights(settings, q), vector=v), snap)
                 unrelated.append({**_searched(r, snap), "lang": lang, "kind": kind, "topic": topic})
         asked = []
         for path in files:

@@ -37,6 +37,7 @@ from rag.deciding.calibration import (CALIBRATED_LANGUAGES, Calibration, calibra
                              questions_digest, unrelated_questions)
 from rag.indexing.chunk import strategy
 from rag.indexing.embed import Embedder, load_embedder
+from rag.deciding.evidence import weighed
 from rag.deciding.gate import Gated, gate
 from rag.deciding.rule import GATE_RULES, NO_SUPPORT_TEST, SupportRule
 from rag.deciding.judge import JUDGE_DIR, Judge, load_judge, rerank
@@ -310,16 +311,17 @@ class Engine:
             joined = query == followup_query(question, history)
         snapshot = self.snapshot  # one reference: a publish during this search cannot mix two states
         weights = self.fusion_weights(settings, question)
-        result = hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=settings,
-                               doc_ids=doc_ids, query=query, weights=weights, side=self.side)
+        # The search stage ranks; the deciding stage weighs what each candidate holds of the question.
+        result = weighed(hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=settings,
+                                       doc_ids=doc_ids, query=query, weights=weights, side=self.side), snapshot)
         if joined and names_own_subject(question) and not _holds_own_words(result, settings):
             # A follow-up by its form that names a subject of its own ("And what does the slider change?"
             # after a question about refusals): joined to the previous question, the search found only
             # that question's passages. When the question alone finds a passage holding its own words,
             # that search is the one shown; else the joined one stays (and its refusal names the words).
             # Not for "How do I fix it?": alone, it would be answered about fixing anything at all.
-            alone = hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=settings,
-                                  doc_ids=doc_ids, weights=weights, side=self.side)
+            alone = weighed(hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=settings,
+                                          doc_ids=doc_ids, weights=weights, side=self.side), snapshot)
             if _holds_own_words(alone, settings):
                 alone.joined_tried = query
                 # The time of the search tried first counts too: the screen's total is what the person waited.
@@ -405,10 +407,11 @@ class Engine:
         sides = self._calibration_side_vectors()
 
         def search(question: str, vector: np.ndarray) -> SearchResult:
-            found = hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=s,
-                                  weights=self.fusion_weights(s, question), vector=vector,
-                                  side=self.side, side_vector=sides.get(question))
-            return self._judged(found, s, top=min(s.tuning.judge_top, s.tuning.calibration_judge_top), within=s.tuning.calibration_ceiling)
+            found = weighed(hybrid_search(question, embedder=self.embedder, snapshot=snapshot, settings=s,
+                                          weights=self.fusion_weights(s, question), vector=vector,
+                                          side=self.side, side_vector=sides.get(question)), snapshot)
+            return self._judged(found, s, top=min(s.tuning.judge_top, s.tuning.calibration_judge_top),
+                                within=s.tuning.calibration_ceiling)
 
         return search
 

@@ -5,7 +5,7 @@ in this order:
 
 1. distance: its cosine distance to the question is at or under the threshold (the slider);
 2. support (`SupportRule`): it holds enough of the question's own content words, IDF-weighted
-   (`Candidate.support`, weighed by rag.searching.evidence; a measure word such as "temperature" is held by a value
+   (`Candidate.support`, weighed by rag.deciding.evidence; a measure word such as "temperature" is held by a value
    of it). The share needed is `min_support` (half); a passage closer than any unrelated question comes to
    this folder (`close`, from the calibration) needs only `close_support` (a close paraphrase may use its
    own words); between the two the share grows from `ramp_support`; past `rise_from` it rises to every word

@@ -38,8 +38,9 @@ built to read the store (`search_reads = "store"`, rag.indexing.served) holds id
 the store's HNSW index and its passages are read for the candidates, each checked against the snapshot's
 version of its document.
 
-What it does not do: decide what is good enough. That is the gate's job, run separately so that a
-threshold change re-gates the same candidates without searching again.
+What it does not do: weigh or decide. What each candidate holds of the question is weighed by the deciding
+stage (rag.deciding.evidence), and what is good enough is the gate's job, run separately so that a threshold
+change re-gates the same candidates without searching again.
 """
 
 from __future__ import annotations
@@ -59,7 +60,6 @@ from rag.indexing.multilingual import MultilingualEmbedder
 from rag.indexing.snapshot import Snapshot, pool_depth
 from rag.indexing.store import StoredChunk
 from rag.indexing.vectors import Distances, among, nearest
-from rag.searching.evidence import analyze_question, weigh
 from rag.searching.fusion import fused_order
 from rag.settings import Settings, Tuning
 from rag.text.languages import question_language
@@ -88,8 +88,9 @@ class Candidate:
     # Each side's normalised score that went into `fused_score` (None under rank fusion, which reads none).
     dense_norm: float | None = None
     bm25_norm: float | None = None
-    # The support test's input: the IDF-weighted share of the question's own content words this chunk
-    # holds (1.0 when the question has none), and the words it lacks.
+    # The fields below, to `wordless`, are evidence, written by the deciding stage (rag.deciding.evidence.weighed);
+    # a search leaves them at these defaults. The support test's input: the IDF-weighted share of the question's
+    # own content words this chunk holds (1.0 when the question has none), and the words it lacks.
     support: float = 1.0
     missing: tuple[str, ...] = ()
     # Names the question writes (capitalised mid-sentence) that no chunk of the folder holds: the same for
@@ -332,10 +333,9 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     side is searched when the snapshot holds its vectors and either is given). The store is not read at
     query time (see the module docstring).
 
-    Retrieval first (both sides, fusion, feedback); then each candidate is weighed against the question
-    (`rag.searching.evidence`: the question analysed once, each passage's support, names, codes and subject), which
-    is what the gate reads. Support is judged on the question as asked, not on `query` (see
-    `rag.searching.evidence.analyze_question`)."""
+    Retrieval only (both sides, fusion, feedback): the candidates' evidence fields (support, the names and
+    words they lack, codes, a follow-up's subject) stay at their defaults until the deciding stage weighs them
+    against the question (`rag.deciding.evidence.weighed`)."""
     query = query or question
     n = settings.candidates
     weights = weights or {"dense": settings.tuning.dense_weight, "bm25": settings.tuning.bm25_weight,
@@ -437,17 +437,14 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             bm25_scores[cid] = bm25_score2.get(cid)
             side_rank[cid] = side_rank2.get(cid)
     lap("feedback")
-    asked = analyze_question(question, query, snapshot, language)
     held = snapshot.passages([snapshot.pos[cid] for cid in order])
     order = [cid for cid in order if snapshot.pos[cid] in held]  # (read from the store: less any rewritten since)
     positions = [snapshot.pos[cid] for cid in order]
     chunks = [held[i] for i in positions]
     if side_dist is not None:
         side_dist.need(positions)
-    weights_of = weigh(asked, snapshot, [(i, sc.content, sc.meta.get("lang", ""), sc.doc_id)
-                                          for i, sc in zip(positions, chunks)])
     candidates = []
-    for rank, (cid, sc, w) in enumerate(zip(order, chunks, weights_of), start=1):
+    for rank, (cid, sc) in enumerate(zip(order, chunks), start=1):
         path, title, kind = snapshot.docs.get(sc.doc_id, (sc.doc_id, "", ""))
         m = sc.meta
         candidates.append(Candidate(
@@ -456,17 +453,13 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             page_end=m.get("page_end"), kind=kind, fused_rank=rank, fused_score=fused[cid].score,
             distance=float(distances[cid]), dense_rank=dense_rank.get(cid), bm25_rank=bm25_rank.get(cid),
             bm25_score=bm25_scores.get(cid), dense_norm=fused[cid].dense, bm25_norm=fused[cid].bm25,
-            support=w.support, missing=w.missing, unknown_names=asked.unknown_names,
-            absent_names=asked.absent_names, lacks_names=w.lacks_names, codes=w.codes, lang=m.get("lang", ""),
-            subject_support=w.subject_support, wordless=w.wordless, subject_in_document=w.subject_in_document,
-            version=snapshot.versions.get(sc.doc_id, ""), side_rank=side_rank.get(cid),
+            lang=m.get("lang", ""), version=snapshot.versions.get(sc.doc_id, ""), side_rank=side_rank.get(cid),
             side_distance=None if side_dist is None else float(side_dist[snapshot.pos[cid]]),
             side_norm=fused[cid].multilingual, across=cid in across,
         ))
-    lap("support")
+    lap("candidates")
     return SearchResult(question=question, query=query, candidates=candidates, weights=weights,
-                        timings_ms=timings, searched_chunks=len(snapshot.chunks), terms=asked.terms,
-                        unknown_names=asked.unknown_names, absent_names=asked.absent_names, subject=asked.subject,
+                        timings_ms=timings, searched_chunks=len(snapshot.chunks),
                         language=language, fusion=settings.tuning.fusion,
                         kept_first=kept, expansion=expansion, folder_languages=snapshot.languages,
                         pooled=0 if pool is None else len(pool))

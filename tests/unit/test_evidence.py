@@ -1,10 +1,10 @@
-"""Question analysis and passage weighing (rag.searching.evidence) on a tiny hand-made snapshot (no model)."""
+"""Question analysis and passage weighing (rag.deciding.evidence) on a tiny hand-made snapshot (no model)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from rag.searching.evidence import analyze_question, weigh
+from rag.deciding.evidence import analyze_question, weigh
 from rag.indexing.snapshot import Snapshot
 from rag.settings import Settings
 from rag.indexing.store import StoredChunk

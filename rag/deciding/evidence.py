@@ -7,8 +7,8 @@ codes it names or a follow-up refers to, a follow-up's subject (the words of the
 its measure words. `weigh` then measures each candidate passage against it: the IDF-weighted share of
 the question's words it holds (`Weight.support`), the words it lacks, the names it lacks, the codes it
 holds, how much of a follow-up's subject it (or its document) holds, and whether the question has any word
-of its own. These are the gate's inputs (rag.deciding.gate decides on them); search (rag.searching.search) copies them onto
-its candidates.
+of its own. These are the gate's inputs (rag.deciding.gate decides on them): `weighed` writes them onto a
+search's candidates, the first step of deciding (`Engine.search` weighs what the search stage ranked).
 
 What it does not do: search, rank or decide. A passage's weight says what it holds, never whether that is
 enough.
@@ -29,19 +29,20 @@ enough.
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
+from rag.indexing.snapshot import Snapshot
 from rag.searching.followup import refers_back
+from rag.searching.search import SearchResult
+from rag.searching.terms import (MEASURES, acronyms, holds_value, identifier_numbers, number_tokens, question_names,
+                                 question_terms)
 from rag.text.languages import question_language
 from rag.text.lexical import is_code
-from rag.searching.terms import (MEASURES, acronyms, holds_value, identifier_numbers, number_tokens, question_names,
-                       question_terms)
-
-if TYPE_CHECKING:
-    from rag.indexing.snapshot import Snapshot
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ class Weight:
     wordless: bool
 
 
-def analyze_question(question: str, query: str, snapshot: "Snapshot", lang: str | None = None) -> Asked:
+def analyze_question(question: str, query: str, snapshot: Snapshot, lang: str | None = None) -> Asked:
     """The question's analysis against the folder of `snapshot` (its `chunks` and `lexical` index).
 
     Support is judged on the question as asked, not on `query`: a follow-up searched together with the
@@ -145,7 +146,25 @@ def analyze_question(question: str, query: str, snapshot: "Snapshot", lang: str 
                  subject=subject, measures=measures, lang=lang or "")
 
 
-def weigh(asked: Asked, snapshot: "Snapshot", passages: Sequence[tuple[int, str, str, Any]]) -> list[Weight]:
+def weighed(result: SearchResult, snapshot: Snapshot) -> SearchResult:
+    """`result` with what the gate reads written onto it: the question analysed once (`analyze_question`:
+    its terms, its names) and each candidate's weight (`weigh`: support, the words and names it lacks, the
+    codes it holds, a follow-up's subject). Support is judged on the question as asked, not on the query it
+    was searched with. `snapshot`: the one the search read."""
+    t0 = time.perf_counter()
+    asked = analyze_question(result.question, result.query, snapshot, result.language)
+    weights = weigh(asked, snapshot, [(snapshot.pos[c.chunk_id], c.content, c.lang, c.doc_id)
+                                      for c in result.candidates])
+    candidates = [dataclasses.replace(
+        c, support=w.support, missing=w.missing, unknown_names=asked.unknown_names, absent_names=asked.absent_names,
+        lacks_names=w.lacks_names, codes=w.codes, subject_support=w.subject_support, wordless=w.wordless,
+        subject_in_document=w.subject_in_document) for c, w in zip(result.candidates, weights)]
+    timings = {**result.timings_ms, "support": (time.perf_counter() - t0) * 1000}
+    return dataclasses.replace(result, candidates=candidates, terms=asked.terms, unknown_names=asked.unknown_names,
+                               absent_names=asked.absent_names, subject=asked.subject, timings_ms=timings)
+
+
+def weigh(asked: Asked, snapshot: Snapshot, passages: Sequence[tuple[int, str, str, Any]]) -> list[Weight]:
     """Each passage's `Weight` against the question, in order. A passage is (its position in the snapshot,
     its content, its language, its document's id). The name and subject lookups are shared across the
     passages of one question."""
@@ -157,7 +176,7 @@ class _Weigher:
     """One question's weighing, with the lookups its passages share: a name's forms one letter off (a
     vocabulary scan, only when a passage lacks the name) and whether a document holds the subject."""
 
-    def __init__(self, asked: Asked, snapshot: "Snapshot"):
+    def __init__(self, asked: Asked, snapshot: Snapshot):
         self.asked, self.lexical, self.doc_of = asked, snapshot.lexical, snapshot.doc_of
         self._near: dict[str, tuple[str, ...]] = {}
         self._in_document: dict[tuple[Any, str], bool] = {}  # (doc_id, lang) -> a chunk of it holds the subject
