@@ -124,9 +124,7 @@ def print_turn(turn: Turn) -> None:
     if turn.result.searched_note:
         print(f"({turn.result.searched_note})")
     print(a.text)
-    if paraphrase_note(g) and not a.refused:
-        print(f"\n{paraphrase_note(g)}")
-    for note in (unsaid_note(g), split_note(g)):
+    for note in (paraphrase_note(g), unsaid_note(g), split_note(g)):
         if note and not a.refused:
             print(f"\n{note}")
     if a.note:
@@ -150,8 +148,8 @@ def print_turn(turn: Turn) -> None:
     print(f"\nRetrieval (threshold {g.threshold:.3f}{note}; {evidence_rule(rule)}; at most {g.max_chunks} kept)")
     if names := names_note(turn.result.unknown_names, turn.result.absent_names):
         print(names)
-    if codes_note(g):
-        print(codes_note(g))
+    if codes := codes_note(g):
+        print(codes)
     if turn.result.feedback_note:
         print(turn.result.feedback_note)
     judged = any(c.judge is not None for c in g.candidates)
