@@ -28,13 +28,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 from urllib.parse import quote as urlquote
 
+from rag.searching.search import Candidate
 from rag.text.lexical import fold
-
-if TYPE_CHECKING:
-    from rag.searching.search import Candidate
 
 # The one sentence an LLM must reply with when the sources do not hold the answer.
 NO_ANSWER_SENTENCE = "The documents do not contain the answer."
@@ -69,7 +67,7 @@ class Citation:
     multilingual_distance: float | None = None
 
 
-def locator(c: "Candidate") -> str:
+def locator(c: Candidate) -> str:
     """Where a passage sits, for its citation: pages and section for a PDF, else the section (or title).
     A PDF with no headings has a section per page, named "Page N" (rag.reading.pdf): said once, not twice."""
     if c.page is not None:
@@ -79,11 +77,11 @@ def locator(c: "Candidate") -> str:
     return c.section or (c.title or "start of file")
 
 
-def fragment(c: "Candidate") -> str:
+def fragment(c: Candidate) -> str:
     return f"#page={c.page}" if c.page is not None else f"#char={c.start},{c.end}"
 
 
-def cite(kept: Sequence["Candidate"]) -> list[Citation]:
+def cite(kept: Sequence[Candidate]) -> list[Citation]:
     """The kept passages as citations, numbered 1..k in the order kept."""
     return [Citation(n=i, chunk_id=c.chunk_id, doc_id=c.doc_id, doc_name=c.doc_name, title=c.title,
                      locator=locator(c), fragment=fragment(c), link=urlquote(c.doc_name) + fragment(c),

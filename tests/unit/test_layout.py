@@ -1,8 +1,8 @@
 """The house's layout, counted from the code's own imports: stages in order, no import running back up, no
 import circle, modules of a readable size.
 
-Every import is counted, at the top of a module or inside a function (a late import is still a dependency),
-but for those under `if TYPE_CHECKING:`, which never run.
+Every import is counted, at the top of a module, inside a function (a late import is still a dependency) or
+under `if TYPE_CHECKING:`.
 The stages, lowest first: the settings' constants; text analysis; reading; indexing; searching; deciding;
 answering; the front door (`rag`, `rag.engine`, `rag.cli`); the app. A module may import its own stage or a
 lower one, never a higher one.
@@ -42,20 +42,10 @@ def modules() -> dict[str, Path]:
     return out
 
 
-def _type_only(tree: ast.Module) -> set[ast.AST]:
-    """Imports under `if TYPE_CHECKING:`: annotations only, never run."""
-    return {n for node in ast.walk(tree) if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
-            for n in ast.walk(node)}
-
-
 def imports(path: Path, known: set[str]) -> set[str]:
-    """The project's modules this file imports, anywhere in it (but for the type-only imports)."""
+    """The project's modules this file imports, anywhere in it."""
     found = set()
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    skip = _type_only(tree)
-    for node in ast.walk(tree):
-        if node in skip:
-            continue
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
