@@ -749,8 +749,9 @@ def test_the_chat_and_the_cli_take_one_path_and_say_the_same(engine, folder, mon
         assert list(chat["verdict"]) == [c["verdict"] for c in out["candidates"]]
         assert [round(d, 6) for d in chat["distance"]] == [round(c["distance"], 6) for c in out["candidates"]]
         assert list(chat["document"]) == [c["doc_name"] for c in out["candidates"]]
-        # The needed share: the chat's number (shown as a percentage) and the CLI's printed percentage.
-        cli_needs = [int(re.search(r"\s(\d+)%\s{2}", r).group(1)) for r in rows]
+        # The needed share: the chat's number (shown as a percentage) and the CLI's printed one, the second
+        # percentage of each row (after the support).
+        cli_needs = [int(re.findall(r"(\d+)%", r)[1]) for r in rows]
         assert [round(n * 100) for n in chat["needs"]] == cli_needs
         # A need whose nearest whole percent is not its ceiling: a rounding that differed would show here.
         g = engine.ask(question).gated

@@ -37,7 +37,7 @@ from rag.indexing.store import ChunkStore
 spec = json.loads(sys.argv[1])
 rag.engine.EMBED_GROUP = spec["group"]  # read when the engine opens: small write groups
 settings = load_settings(env={}, folder=spec["folder"], index_dir=spec["index"], **spec["store"])
-embedder = load_embedder(settings.model, settings.embed_batch_size, settings.model_languages)
+embedder = load_embedder(settings.tuning.model, settings.tuning.embed_batch_size, settings.tuning.model_languages)
 
 
 def state(engine):

@@ -48,7 +48,7 @@ def row(i: int, judge: float | None, distance: float = 0.4, **kw) -> Candidate:
 
 
 def test_the_shipped_judge_loads_offline_from_the_package_and_names_its_languages():
-    assert (JUDGE_DIR / "config.json").is_file() and JUDGE_DIR.parent.name == "rag"
+    assert (JUDGE_DIR / "config.json").is_file() and JUDGE_DIR.parent.name == "deciding"  # in the package: rag/deciding/
     assert os.environ.get("HF_HUB_OFFLINE") == "1"  # set by `import rag`: nothing is fetched
     judge = load_judge()
     card = json.loads((JUDGE_DIR / "training.json").read_text(encoding="utf-8"))

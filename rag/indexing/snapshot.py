@@ -110,7 +110,7 @@ class Snapshot:
 
 def pool_depth(settings: Settings) -> int:
     """How far each side's list runs: the candidates, and with feedback reading a pool
-    (`settings.feedback_pool`), the pool's."""
+    (`settings.tuning.feedback_pool`), the pool's."""
     return settings.candidates * (settings.tuning.feedback_pool if settings.tuning.feedback and settings.tuning.feedback_pool else 1)
 
 

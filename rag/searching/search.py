@@ -7,10 +7,10 @@ marked `across`, and weighs that side more in the fusion (rag.searching.fusion.f
 
 Fusion: `rag.searching.fusion` (the arithmetic and the per-question weights).
 
-Feedback (`settings.feedback`, 5): the fused ranking's best five rows stay first, as found, and both sides
+Feedback (`settings.tuning.feedback`, 5): the fused ranking's best five rows stay first, as found, and both sides
 search again from them (`feedback`: the question's vector moved toward theirs; a BM25 query in which the
 question's own words keep half the weight and the ten words those rows use most tellingly share the
-rest); that second ranking orders rows 6 onwards. With `settings.feedback_pool` it reads only the rows the
+rest); that second ranking orders rows 6 onwards. With `settings.tuning.feedback_pool` it reads only the rows the
 first search's sides listed (each side's list run on to that many times the candidates), not the whole folder
 again: its cost then follows the candidates, not the folder's size (a snapshot that reads the store asks the
 store again). What answers a needle-like question is in the first
@@ -155,12 +155,12 @@ class SearchResult:
     subject: tuple[str, ...] = ()  # a follow-up joined to the question before it: that question's words
     language: str = ""  # the question's language ('en', 'pt', '' when unclear)
     fusion: str = "rrf"  # how the sides were fused (rag.searching.fusion.FUSIONS)
-    # Feedback (settings.feedback): the first `kept_first` candidates are the question's own ranking, the
+    # Feedback (settings.tuning.feedback): the first `kept_first` candidates are the question's own ranking, the
     # rest were ordered by a second search from them, whose BM25 query also held `expansion` (analysed
     # words). Without feedback: every candidate is the first ranking's and `expansion` is empty.
     kept_first: int = 0
     expansion: tuple[str, ...] = ()
-    pooled: int = 0  # how many rows that second search read (`settings.feedback_pool`); 0: the whole folder
+    pooled: int = 0  # how many rows that second search read (`settings.tuning.feedback_pool`); 0: the whole folder
     # A follow-up by its form searched alone (`Engine.search`): the joined query that was tried first and
     # found no passage holding enough of this question's own words. "" otherwise.
     joined_tried: str = ""
@@ -234,7 +234,7 @@ def _side_search(snapshot: Snapshot, sq: np.ndarray, n: int, mask: np.ndarray | 
 
 def feedback_pool(snapshot: Snapshot, settings: Settings, *lists: Sequence[int]) -> np.ndarray | None:
     """The rows feedback's second search reads (ascending): those the first search's sides listed, when
-    `settings.feedback_pool` asks for a pool. None, the whole folder: by default, and always for a snapshot
+    `settings.tuning.feedback_pool` asks for a pool. None, the whole folder: by default, and always for a snapshot
     that reads the store (rag.indexing.served), whose sides ask the store's index again (its vectors are not at hand,
     and reading a pool's would cost more than the query)."""
     if not settings.tuning.feedback_pool or snapshot.reads_store:
