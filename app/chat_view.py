@@ -26,9 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import rag
-from rag.deciding.explain import names_note, percent
+from rag.deciding.explain import names_note, paraphrase_note, percent, split_note, unsaid_note
 from app.inert import md_escape, one_line
-from rag.deciding.explain import paraphrase_note, split_note, unsaid_note
 
 
 # The chat's marks on rag.deciding.explain's lines: document text escaped, what to look at in bold.
@@ -370,8 +369,8 @@ def answer_notes(ans: rag.Answer, gated: rag.Gated, mode: str) -> list[Note]:
     for note in (paraphrase_note(gated), unsaid_note(gated)):  # at most one of them is said
         if note and not ans.refused:
             notes.append(Note("caption", ":material/help: " + md_escape(note)))
-    if split_note(gated) and not ans.refused:
-        notes.append(Note("warning", md_escape(split_note(gated)), ":material/call_split:"))
+    if (split := split_note(gated)) and not ans.refused:
+        notes.append(Note("warning", md_escape(split), ":material/call_split:"))
     if ans.prompt_tokens is not None:
         notes.append(Note("caption", f"prompt {ans.prompt_tokens} tokens (tiktoken)"))
     return notes

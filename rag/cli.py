@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Sequence
 
 from rag.engine import Engine, Turn
-from rag.deciding.explain import evidence_rule, explain, names_note, percent
+from rag.deciding.explain import (codes_note, evidence_rule, explain, names_note, paraphrase_note, percent,
+                                  refusal_sentence, split_note, unsaid_note)
 from rag.settings import Settings, load_settings
-from rag.deciding.explain import codes_note, paraphrase_note, refusal_sentence, split_note, unsaid_note
 
 
 def _engine(args: argparse.Namespace, folder: str | None = None) -> Engine:

@@ -27,6 +27,7 @@ ValueError: setting min_support (in RAG_MIN_SUPPORT) is tuned by the project, no
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import math
 import os
@@ -116,7 +117,7 @@ class Tuning:
     answer_new_words: bool = True
     llm_context_tokens: int = 3000  # the local model's prompt, at most
 
-    @property
+    @functools.cached_property  # read for every question's calibration check: computed once per Tuning
     def fingerprint(self) -> str:
         """Twelve hex digits naming every value: the same tuning, the same fingerprint.
 
@@ -124,9 +125,6 @@ class Tuning:
         (True, False)
         """
         return hashlib.sha256(repr(dataclasses.astuple(self)).encode("utf-8")).hexdigest()[:12]
-
-    def replace(self, **changes: Any) -> "Tuning":
-        return _coerce(dataclasses.replace(self, **changes))
 
 
 @dataclass(frozen=True)

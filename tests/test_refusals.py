@@ -18,14 +18,15 @@ from rag import SUPPORT, DISTANCE, EMPTY, SupportRule, gate
 from rag.deciding.calibration import KINDS, calibrate, choose_threshold, question_kinds, unrelated_questions
 from rag.cli import main as cli
 from rag.deciding.calibration import evidence_distance
-from rag.deciding.explain import absent_text, percent, ramp_text, relaxation_text, rising_text, wordless_text
+from rag.deciding.explain import (absent_text, codes_note, header, paraphrase_note, percent, ramp_text,
+                                  refusal_sentence, relaxation_text, rising_text, split_note, unsaid_note,
+                                  wordless_text)
 from rag.deciding.rule import ABSENT, ACROSS, UNNAMED, WORDLESS
 from rag.searching import terms
 from rag.text.lexical import is_code
 from rag.indexing.bm25 import LexicalIndex
 from rag.searching.terms import question_names, question_terms
 from rag.searching.search import Candidate, SearchResult
-from rag.deciding.explain import codes_note, header, paraphrase_note, refusal_sentence, split_note, unsaid_note
 
 CAKE = "Qual é a receita do bolo de chocolate?"
 PERU = "Capital of Peru?"

@@ -42,9 +42,7 @@ def rules_in_force(calibration: cal.Calibration | None) -> dict[str, rag.Support
     anything is calibrated): the judge decides in it only where it is on and calibrated for that language."""
     if calibration is None:
         return {"": engine.threshold_choice("").rule}
-    s = engine.settings
-    return {lang: calibration.rule(lang, s.tuning.min_support, s.tuning.close_support, s.tuning.ramp_support, s.tuning.judge_rules)
-            for lang in calibration.languages}
+    return {lang: engine.threshold_choice("", lang=lang).rule for lang in calibration.languages}
 
 
 def show(calibration: cal.Calibration, rules: dict[str, rag.SupportRule]) -> None:

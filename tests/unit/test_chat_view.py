@@ -15,8 +15,7 @@ from app import chat_view as view
 import rag
 from rag.answering.answer import ChosenSentence
 from rag.deciding.citations import NO_ANSWER_SENTENCE
-from rag.deciding.explain import refusal_text
-from rag.deciding.explain import header
+from rag.deciding.explain import header, refusal_text
 
 RULE = rag.SupportRule(0.5, close=0.3, close_support=0.2)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from rag.deciding.explain import LOST_HINT, explain, passing_threshold
+from rag.deciding.explain import (LOST_HINT, explain, paraphrase_note, passing_threshold, refusal_sentence,
+                                  unsaid_note)
 from rag.deciding.gate import gate
 from rag.deciding.rule import KEPT, SupportRule
 from tests.unit.made import result, row
-from rag.deciding.explain import paraphrase_note, refusal_sentence, unsaid_note
 
 RULE = SupportRule(min_support=0.5, close=0.3, close_support=0.2)
 JUDGE_RULE = SupportRule(0.5, judge_cut=0.5, judge_rules=("names",), judge_lang="en")

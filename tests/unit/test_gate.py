@@ -6,11 +6,10 @@ import math
 
 import pytest
 
-from rag.deciding.explain import explain
+from rag.deciding.explain import explain, header, paraphrase_note, refusal_sentence, unsaid_note
 from rag.deciding.gate import gate
 from rag.deciding.rule import ACROSS, ABSENT, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER, SUPPORT, UNNAMED, UNSUPPORTED, WORDLESS, WORDS, SupportRule
 from tests.unit.made import result, row
-from rag.deciding.explain import header, paraphrase_note, refusal_sentence, unsaid_note
 
 RULE = SupportRule(min_support=0.5, close=0.3, close_support=0.2)
 

@@ -20,10 +20,9 @@ from app.inert import md_escape
 from rag.answering.answer import answer
 from rag.cli import print_turn, turn_to_json
 from rag.deciding.diagnosis import UNSUPPORTED_OUT, why_not_found
-from rag.deciding.explain import evidence_rule, percent
+from rag.deciding.explain import evidence_rule, percent, refusal_sentence
 from rag.engine import Turn
 from tests.unit.made import result, row
-from rag.deciding.explain import refusal_sentence
 
 # Calibrated: 10% at or under 0.300, then from 20% growing to 50% at 0.700, rising to every word at 0.900.
 RULE = rag.SupportRule(0.5, close=0.3, close_support=0.1, rise_from=0.7, rise_to=0.9, ramp_support=0.2)

@@ -14,8 +14,7 @@ from app import chat_view as view
 from rag.answering.answer import answer
 from rag.cli import print_turn, turn_to_json
 from rag.engine import Turn
-from rag.deciding.explain import LOST_HINT, names_note
-from rag.deciding.explain import refusal_sentence
+from rag.deciding.explain import LOST_HINT, names_note, refusal_sentence
 
 RULE = rag.SupportRule(min_support=0.5, close=0.3, close_support=0.2)
 
