@@ -184,10 +184,8 @@ class Settings:
         """These settings with some changed, each name where it lives: a person's, the server's or the tuning's
         (code may change the tuning; a file or the environment may not)."""
         own, server, tuning = _split(changes)
-        own.setdefault("server", self.server)
-        own.setdefault("tuning", self.tuning)
-        own["server"] = dataclasses.replace(own["server"], **server)
-        own["tuning"] = dataclasses.replace(own["tuning"], **tuning)
+        own["server"] = dataclasses.replace(own.get("server", self.server), **server)
+        own["tuning"] = dataclasses.replace(own.get("tuning", self.tuning), **tuning)
         return _coerce(dataclasses.replace(self, **own))
 
 
@@ -253,17 +251,15 @@ def _convert(name: str, value: Any, kind: Any) -> Any:
     return value
 
 
-def _converted(obj: Any) -> Any:
-    return type(obj)(**{f.name: _convert(f.name, getattr(obj, f.name), _TYPES[f.name])
-                        for f in dataclasses.fields(obj) if f.name not in ("server", "tuning")},
-                     **({"server": _coerce(obj.server), "tuning": _coerce(obj.tuning)} if isinstance(obj, Settings) else {}))
-
-
 def _coerce(obj: Any) -> Any:
-    """Bring values from TOML/env strings to their field types, and check the ones that can be wrong."""
-    out = _converted(obj)
-    check = _CHECKS[type(out)]
-    check(out)
+    """A `Settings`, `Server` or `Tuning` with values from TOML/env strings brought to their field types (a
+    Settings' server and tuning too), and the ones that can be wrong checked."""
+    values = {f.name: _convert(f.name, getattr(obj, f.name), _TYPES[f.name])
+              for f in dataclasses.fields(obj) if f.name not in ("server", "tuning")}
+    if isinstance(obj, Settings):
+        values.update(server=_coerce(obj.server), tuning=_coerce(obj.tuning))
+    out = type(obj)(**values)
+    _CHECKS[type(out)](out)
     return out
 
 
@@ -332,9 +328,8 @@ def load_settings(config: str | Path | None = None, env: dict[str, str] | None =
         if unknown := set(data) - _OWN - _SERVER:
             raise ValueError(f"unknown setting(s) {sorted(unknown)} in {path}; valid: {sorted(_OWN | _SERVER)}")
         values.update(data)
-    for name in sorted(_TUNED):
-        if f"RAG_{name.upper()}" in env:
-            _refuse_tuned([name], f"in RAG_{name.upper()}")
+    _refuse_tuned([n for n in _TUNED if f"RAG_{n.upper()}" in env],
+                  "in " + ", ".join(sorted(f"RAG_{n.upper()}" for n in _TUNED if f"RAG_{n.upper()}" in env)))
     for name in _OWN | _SERVER:
         key = f"RAG_{name.upper()}"
         if key in env:
