@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import rag
-from rag.deciding.explain import names_note, paraphrase_note, percent, split_note, unsaid_note
+from rag.deciding.explain import names_note, ocr_note, paraphrase_note, percent, split_note, unsaid_note
 from app.inert import md_escape, one_line
 
 
@@ -167,7 +167,9 @@ def _row(c: rag.Candidate, verdict: str, gated: rag.Gated) -> dict:
         "needs": rag.ceiled(gated.rule.needed_by(c)),
         "lacks": ", ".join(c.lacking),
         "document": c.doc_name,
-        "section": one_line(c.section or c.title, 60),
+        # A sheet's range, a slide or a message when the format has places ("Budget!A14:F16"), else the heading.
+        "section": one_line((rag.deciding.citations.locator(c) if c.place else c.section or c.title)
+                            + (f" · OCR {c.ocr_confidence:.0f}%" if c.ocr_confidence is not None else ""), 60),
         "preview": one_line(c.content, 110),
         "verdict": verdict,  # the gate's constants are the labels
     }
@@ -405,9 +407,10 @@ def anchor(turn_no: int, n: int) -> str:
 
 
 def citation_cards(turn_no: int, gated: rag.Gated, folder: Path, numbers: set[int] | None = None,
-                   cited: set[int] | None = None) -> list[Card]:
+                   cited: set[int] | None = None, ocr_bar: float = rag.settings.Tuning.ocr_low) -> list[Card]:
     """The cards of the kept passages: only `numbers` when given (the sources an LLM read); a card whose
-    number is not in `cited` (when given) says the answer does not cite it."""
+    number is not in `cited` (when given) says the answer does not cite it; a quote read by OCR says how sure
+    the OCR was (`ocr_note`, under the bar `ocr_bar`)."""
     cards = []
     for c in gated.citations:
         if numbers is not None and c.n not in numbers:
@@ -421,7 +424,9 @@ def citation_cards(turn_no: int, gated: rag.Gated, folder: Path, numbers: set[in
             header=(f"**[{c.n}]** {md_escape(c.doc_name)} · {md_escape(c.locator)} · "
                     + (f"in another language: multilingual distance **{c.multilingual_distance:.3f}** "
                        f"(cosine distance {c.distance:.3f})" if c.multilingual_distance is not None else
-                       f"cosine distance **{c.distance:.3f}**")),
+                       f"cosine distance **{c.distance:.3f}**")
+                    + (" · " + md_escape(ocr_note(c.ocr_confidence, c.ocr_lowest, ocr_bar))
+                       if c.ocr_confidence is not None else "")),
             link=f"link: {md_escape(c.link)}",
             link_help=md_escape((Path(folder) / c.doc_name).resolve().as_uri() + c.fragment),
             label=f"[{c.n}] Open {c.doc_name} at the passage ({c.fragment})",
@@ -473,6 +478,6 @@ def empty_chat_note(chunks: int, documents: int, indexing: int) -> Note:
         return Note("info", "Indexing the folder's files. You can ask already: a question asked now is "
                             "answered once they are indexed.", ":material/hourglass_top:")
     if chunks == 0:
-        return Note("info", "The folder has no indexed documents yet. Drop Markdown, text or PDF files in the "
-                            "sidebar.")
+        return Note("info", "The folder has no indexed documents yet. Drop your documents, slides, sheets, "
+                            "web pages or e-mail in the sidebar.")
     return Note("info", f"{documents} documents, {chunks} passages. Ask a question below.")

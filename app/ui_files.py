@@ -71,12 +71,12 @@ def add_documents(ws: Workspace) -> None:
     engine = ws.engine
     st.sidebar.subheader("Add documents")
     st.sidebar.file_uploader(
-        # No `type=` filter: Streamlit's own refusal of a .docx names its MIME type; ours names the types
-        # the folder takes ("report.docx: failed, unsupported type; supported: .markdown, .md, .pdf, .txt").
-        "Markdown, text or PDF", accept_multiple_files=True, key="uploader",
+        # No `type=` filter: Streamlit's own refusal of a .key names its MIME type; ours names the types
+        # the folder takes ("talk.key: failed, unsupported file type '.key'; supported: .csv, .docx, ...").
+        "Documents, slides, sheets, web pages, e-mail", accept_multiple_files=True, key="uploader",
         on_change=lambda: handle_uploads(ws, list(st.session_state.get("uploader") or []), source="upload"),
-        help=f"Saved into {engine.folder} and queued for indexing (in the background: keep asking "
-             f"meanwhile). Up to {engine.settings.tuning.max_upload_mb} MB each.")
+        help=f"{rag.format_names()}. Saved into {engine.folder} and queued for indexing (in the background: "
+             f"keep asking meanwhile). Up to {engine.settings.tuning.max_upload_mb} MB each.")
     # Also here: a file the callback has seen is skipped (by its id), one it has not (a run that started
     # before the upload finished) is saved now.
     handle_uploads(ws, list(st.session_state.get("uploader") or []), source="upload")

@@ -27,7 +27,7 @@ import numpy as np
 
 from lab.metrics import SignTest, first_rank, ndcg_at, recall_at, reciprocal_rank, sign_test
 from rag.indexing.chunk import Chunk, Strategy, chunk_document, strategy as make_strategy
-from rag.reading.extract import EXTRACTOR_VERSIONS
+from rag.reading.extract import version_of
 from rag.reading.document import Extracted, Section
 from rag.text.languages import question_language
 from rag.indexing.bm25 import LexicalIndex
@@ -88,7 +88,7 @@ def beir_document(doc_id: str, title: str, text: str) -> Extracted:
     """A BEIR document as the chunker sees a plain-text file whose title is known: the title goes in the
     header of every chunk (strategies E, F), the text is the body."""
     return Extracted(name=f"{doc_id}.txt", kind="txt", title=" ".join(title.split()), text=text,
-                     sections=[Section(0, len(text), ())], version=EXTRACTOR_VERSIONS["txt"])
+                     sections=[Section(0, len(text), ())], version=version_of("txt"))
 
 
 @dataclass

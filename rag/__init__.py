@@ -58,6 +58,7 @@ from rag.deciding.rule import (ACROSS, CAPPED, DISTANCE, EMPTY, JUDGE, JUDGED_OU
 from rag.searching.search import Candidate, SearchResult  # noqa: E402
 from rag.settings import Settings, load_settings  # noqa: E402
 from rag.indexing.uploads import UploadConflict, UploadError  # noqa: E402
+from rag.reading.extract import FORMATS, format_names  # noqa: E402
 from rag.reading.viewer import Located, ViewerError  # noqa: E402
 
 # What the app and a script need: the engine and its settings, the gate's verdicts and their words, and the
@@ -68,5 +69,5 @@ __all__ = [
     "OVER", "SUPPORT", "UNSUPPORTED",
     "explain", "evidence_rule", "Markup", "ceiled", "floored",
     "Answer", "Candidate", "Citation", "SearchResult", "unwrap", "Located", "ViewerError", "UploadConflict",
-    "UploadError",
+    "UploadError", "FORMATS", "format_names",
 ]

@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import Sequence
 
 from rag.engine import Engine, Turn
-from rag.deciding.explain import (codes_note, evidence_rule, explain, names_note, paraphrase_note, percent,
+from rag.deciding.explain import (codes_note, ocr_note, evidence_rule, explain, names_note, paraphrase_note, percent,
                                   refusal_sentence, split_note, unsaid_note)
-from rag.settings import Settings, load_settings
+from rag.settings import Settings, Tuning, load_settings
+from rag.deciding.citations import locator
+from rag.reading.extract import SUPPORTED, format_names, ocr_missing
 
 
 def _engine(args: argparse.Namespace, folder: str | None = None) -> Engine:
@@ -142,6 +144,8 @@ def print_turn(turn: Turn) -> None:
             quote = " ".join(c.quote.split())
             across = ("" if c.multilingual_distance is None else
                       f" · in another language: multilingual distance {c.multilingual_distance:.3f}")
+            if c.ocr_confidence is not None:
+                across += " · " + ocr_note(c.ocr_confidence, c.ocr_lowest, Tuning.ocr_low)
             print(f"[{c.n}] {c.doc_name} · {c.locator} · {c.link} · distance {c.distance:.3f}{across}\n    \"{quote[:300]}\"")
     note = f"; {turn.threshold.note}" if turn.threshold else ""
     rule = g.rule
@@ -167,7 +171,7 @@ def print_turn(turn: Turn) -> None:
             if sided else ""
         print(f"{score}{c.fused_rank:>5} {_fmt(c.dense_rank):>5} {_fmt(c.bm25_rank):>5} {side}{c.distance:6.3f} "
               f"{percent(c.support):>5} {need:>5}  "
-              f"{v:<26} {c.doc_name}{' / ' + c.section if c.section else ''}{lacks}")
+              f"{v:<26} {c.doc_name}{' / ' + where if (where := locator(c) if c.place else c.section) else ''}{lacks}")
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -226,6 +230,9 @@ def cmd_status(args: argparse.Namespace) -> int:
           + (f"; {_files(len(pending))} pending" if pending else ""))
     print(engine.language_line(s))
     print(f"tuning {engine.settings.tuning.fingerprint} (every value the project tuned; docs/settings.md)")
+    print(f"reads {format_names()} ({', '.join(sorted(SUPPORTED))})")
+    if missing := ocr_missing():
+        print(missing)
     if engine.indexer.side_error:
         print(engine.indexer.side_error)
     calibration = engine.calibrated()

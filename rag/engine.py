@@ -551,7 +551,7 @@ class Engine:
         """Where characters [start, end) of a document are, to show them marked (`rag.reading.viewer`); `version`:
         the start of the content hash the citation quoted, when it carries one."""
         return locate(self.folder, self.document(path), start, end, max_chars=self.settings.tuning.max_chars,
-                      max_pages=self.settings.tuning.max_pages, version=version)
+                      max_pages=self.settings.tuning.max_pages, version=version, ocr_cache=self.settings.ocr_cache)
 
     def document_bytes(self, path: str) -> bytes:
         """The bytes of a document of this folder (read-only; `document()` decides what may be read)."""

@@ -109,6 +109,9 @@ class Tuning:
     max_upload_mb: int = 50
     max_pages: int = 2000
     max_chars: int = 5_000_000
+    # A quote read by OCR whose words' mean confidence is under this says so: chosen on half the scans of
+    # bench/ocr_confidence.py (all 3 with CER > 2% under it, no clean one), on the other half 1 of 2 and none.
+    ocr_low: float = 85.5
     # Answers (rag.answering.answer.AnswerRule): which sentences besides the best an extractive answer keeps.
     answer_sentences: int = 3
     answer_margin: float = 0.25
@@ -164,6 +167,12 @@ class Settings:
     @property
     def index_path(self) -> Path:
         return Path(self.index_dir) if self.index_dir else Path(self.folder) / ".rag-index"
+
+    @property
+    def ocr_cache(self) -> Path:
+        """Where each OCR'd page's words are kept, by the page image's hash (rag.reading.ocr): a restart, the
+        viewer and "Why wasn't it found?" read a scan again without recognising it again."""
+        return self.index_path / "ocr"
 
     @property
     def thresholds_by_language(self) -> dict[str, float]:

@@ -168,11 +168,11 @@ def test_upload_ask_read_citation_then_slide_to_refusal(page, server, tmp_path):
     # A type the folder does not take is refused by the app, with the types it does take (not by the
     # uploader's MIME filter, whose message named "application/vnd.openxmlformats…"), and nothing is saved.
     page.locator('[data-testid="stSidebar"] [data-testid="stFileUploader"] input[type="file"]').set_input_files(
-        files=[{"name": "minutes.docx", "mimeType": "application/vnd.openxmlformats-officedocument."
-                "wordprocessingml.document", "buffer": b"PK\x03\x04 not really a docx"}])
+        files=[{"name": "minutes.key", "mimeType": "application/x-iwork-keynote-sffkey",
+                "buffer": b"PK\x03\x04 a Keynote deck"}])
     expect(page.locator('[data-testid="stSidebar"] [data-testid="stAlert"]').filter(
-        has_text=re.compile(r"minutes\.docx: failed, .*unsupported type; supported: .*\.md.*\.pdf"))).to_be_visible()
-    assert not (server["folder"] / "minutes.docx").exists()
+        has_text=re.compile(r"minutes\.key: failed, .*unsupported file type '\.key'; supported: .*\.docx.*\.md.*\.pdf"))).to_be_visible()
+    assert not (server["folder"] / "minutes.key").exists()
     upload(page, "heron-notes.md", HERON)
     assert (server["folder"] / "heron-notes.md").read_text() == HERON
 

@@ -204,19 +204,23 @@ def test_bad_input_matrix_fails_each_with_a_reason_and_keeps_the_rest(store_engi
     img.save(folder / "scan.pdf")
     write(folder, "binary.txt", b"\x00\x01\x02binary")
     write(folder, "latin1.md", "Devolução em 30 dias".encode("latin-1"))
-    write(folder, "slides.pptx", b"PK\x03\x04")
+    write(folder, "slides.pptx", b"PK\x03\x04")  # a deck cut short: fails with its reason
+    write(folder, "photo.heic", b"ftypheic")
+    write(folder, "letter.doc", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1")
     engine = store_engine(folder)
     report = engine.sync()
     status = {o.path: (o.status, o.reason) for o in report.outcomes}
     assert status["good.md"][0] == "indexed" and status["good.pdf"][0] == "indexed"
     expected = {"corrupt.pdf": "not a readable PDF", "encrypted.pdf": "password", "empty.pdf": "empty",
-                "scan.pdf": "image-only", "binary.txt": "binary", "latin1.md": "not UTF-8", "slides.pptx": "unsupported"}
+                "scan.pdf": "image-only", "binary.txt": "binary", "latin1.md": "not UTF-8", "slides.pptx": "damaged or truncated",
+                "photo.heic": "unsupported", "letter.doc": "save it as .docx"}
     for name, words in expected.items():
         st, reason = status[name]
         assert st in ("failed", "skipped") and words in reason, (name, st, reason)
     records = {r.path: r for r in engine.documents()}
     assert records["corrupt.pdf"].status == "failed" and records["corrupt.pdf"].chunks == 0
-    assert "slides.pptx" not in records  # unsupported files are skipped, not recorded
+    assert "photo.heic" not in records  # unsupported files are skipped, not recorded
+    assert records["slides.pptx"].status == "failed" and records["letter.doc"].status == "failed"
     assert engine.search("ERR-4017 calibration table").candidates[0].doc_name == "good.md"
     assert engine.search("warranty blue pump").candidates[0].doc_name == "good.pdf"
 

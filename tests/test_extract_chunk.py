@@ -373,7 +373,9 @@ def test_bad_pdfs_fail_with_a_reason(tmp_path, case):
     ("latin.md", "Devolução".encode("latin-1"), "not UTF-8"),
     ("empty.md", b"", "empty"),
     ("blank.txt", b"   \n\n  ", "no text"),
-    ("doc.docx", b"PK\x03\x04", "unsupported"),
+    ("doc.key", b"PK\x03\x04", "unsupported"),
+    ("doc.docx", b"PK\x03\x04", "damaged or truncated"),
+    ("old.doc", b"\xd0\xcf\x11\xe0", "save it as .docx"),
 ])
 def test_bad_text_inputs_fail_with_a_reason(name, data, expect):
     with pytest.raises(ExtractionError) as info:

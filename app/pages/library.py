@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+import rag
 from app import ui
 from app import ui_files
 ws = ui.workspace()
@@ -27,6 +28,10 @@ st.markdown(
     f"{stats.pending} pending) · **{stats.chunks} chunks** · {ui.human_size(stats.size_on_disk)} on disk · "
     f"model {ui.md_escape(stats.model)} ({stats.dimension}d, reads {ui.md_escape(', '.join(engine.embedder.languages))})")
 st.caption(ui.md_escape(engine.language_line(stats)))
+st.caption(ui.md_escape(f"Reads {rag.format_names()}: " + ", ".join(f.suffixes[0] for f in rag.FORMATS)
+                        + ". Other files are skipped; a file that cannot be read is listed below with the reason."))
+if ocr_missing := rag.reading.extract.ocr_missing():
+    st.warning(ui.md_escape(ocr_missing), icon=":material/document_scanner:")
 calibration = engine.calibrated(stale_ok=engine.queue.busy())  # no 800-question recalibration mid-indexing
 if calibration is not None:
     st.markdown("**Calibrated threshold**: " + " · ".join(

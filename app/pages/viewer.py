@@ -6,8 +6,13 @@ document must be one the folder's index holds (`Engine.document`): `../`, absolu
 files are refused and nothing is read.
 
 - PDF: the page drawn as an image, the quoted characters covered by highlight rectangles computed from
-  their own boxes (`rag.reading.viewer`), on each page the passage touches; buttons to turn pages.
-- Markdown and text: the text around the passage as inert text (escaped, never rendered), the passage
+  their own boxes (`rag.reading.viewer`), on each page the passage touches; buttons to turn pages. A scanned
+  page the same, from the recognised words' boxes, with the quote's OCR confidence.
+- An image (a scan, a photo): the image, the quote's recognised words marked on it, its OCR confidence.
+- A spreadsheet (Excel, OpenDocument, CSV): the sheet as a table, its column letters and row numbers, the cited
+  rows highlighted, the A1 range in its header.
+- A slide or an e-mail message: the whole slide (or message) as a card, the passage highlighted in it.
+- Markdown, text, Word, OpenDocument, web pages, e-books: the text around the passage as inert text (escaped, never rendered), the passage
   in a highlight, its section path above it; the whole document in an expander.
 - A file changed since it was indexed: a notice and a re-index button, and no mark.
 - A citation from an earlier version of the file (its link's `v`), indexed again since: a notice, no mark.
@@ -45,7 +50,7 @@ def locate() -> rag.Located | None:
 
 def show(located: rag.Located) -> None:
     """The passage in its document (a PDF's page with the marks drawn, or the text around it)."""
-    where = " · ".join(x for x in (located.section, f"characters {located.start}–{located.end}") if x)
+    where = " · ".join(x for x in (located.place, located.section, f"characters {located.start}–{located.end}") if x)
     st.markdown(f"**{ui.md_escape(located.path)}** · {ui.md_escape(located.title)} · `{located.fragment}`")
     st.caption(ui.md_escape(where))
 
@@ -60,7 +65,9 @@ def show(located: rag.Located) -> None:
             st.caption("Ask the question again in the chat to get citations into the current text.")
         return
 
-    if located.kind == "pdf":
+    if located.ocr:
+        st.caption(ui.md_escape(rag.deciding.explain.ocr_note(*located.ocr, engine.settings.tuning.ocr_low)))
+    if located.kind in ("pdf", "image"):
         marked = [m.page for m in located.marks]
         page = int(params.get("page") or located.first_page or 1)
         page = min(max(page, 1), located.pages or 1)
@@ -73,7 +80,8 @@ def show(located: rag.Located) -> None:
             st.rerun()
         mid.markdown(f"Page **{page}** of {located.pages} · the passage is on page{'s' if len(marked) > 1 else ''} "
                      f"{', '.join(str(p) for p in marked)}")
-        png, width, height = rag.reading.viewer.render_page(engine.document_bytes(located.path), page)
+        draw = rag.reading.viewer.render_page if located.kind == "pdf" else rag.reading.viewer.render_image
+        png, width, height = draw(engine.document_bytes(located.path), page)
         rects = [r for m in located.marks if m.page == page for r in m.rects]
         boxes = "".join(
             f'<div class="rag-mark" data-page="{page}" data-rect="{x0:.2f},{y0:.2f},{x1:.2f},{y1:.2f}" '
@@ -84,6 +92,10 @@ def show(located: rag.Located) -> None:
         st.html(f'<div class="rag-page" data-page="{page}" style="position:relative;max-width:900px">'
                 f'<img src="data:image/png;base64,{base64.b64encode(png).decode()}" style="width:100%;display:block" '
                 f'alt="page {page}">{boxes}</div>')
+    elif located.rows:
+        sheet_table(located)
+    elif located.region:
+        region_card(located)
     else:
         before = located.text[max(0, located.start - 1500):located.start]
         after = located.text[located.end:located.end + 1500]
@@ -93,6 +105,45 @@ def show(located: rag.Located) -> None:
                 f'{html.escape(after)}{"…" if located.end + 1500 < len(located.text) else ""}</pre>')
         with st.expander("The whole document"):
             st.text(located.text)
+
+
+def marked(text: str, start: int, end: int, a: int, b: int) -> str:
+    """text[a:b] as inert HTML, text[start:end] inside it in a highlight."""
+    start, end = max(a, start), min(b, end)
+    return (html.escape(text[a:start]) + f'<mark id="rag-quote" style="background:#ffe57a">'
+            f'{html.escape(text[start:end])}</mark>' + html.escape(text[end:b]))
+
+
+def sheet_table(located: rag.Located) -> None:
+    """The sheet around the cited rows: column letters, row numbers, the header, the cited rows highlighted."""
+    rows = located.rows
+    cited = {p.row for p in rows if p.start < located.end and p.end > located.start}
+    width = max(max(p.last_col for p in rows), len(rows[0].header))
+    letters = [rag.reading.document.column_letters(i) for i in range(1, width + 1)]
+    head = "".join(f"<th>{x}</th>" for x in letters)
+    header = "".join(f"<th>{html.escape(h)}</th>" for h in (list(rows[0].header) + [""] * width)[:width])
+    body = "".join(
+        f'<tr class="{"rag-cited" if p.row in cited else "rag-row"}" data-row="{p.row}" '
+        f'style="{"background:#ffe57a" if p.row in cited else ""}"><th>{p.row}</th>'
+        + "".join(f"<td>{html.escape(c)}</td>" for c in (list(p.cells) + [""] * width)[:width]) + "</tr>"
+        for p in rows)
+    st.markdown(f"**{ui.md_escape(located.place)}**")
+    st.html(f'<table class="rag-sheet" data-range="{html.escape(located.place)}" style="border-collapse:collapse;'
+            f'font-size:0.9em"><caption style="text-align:left">{html.escape(located.place)}</caption>'
+            f'<thead><tr><th></th>{head}</tr><tr class="rag-header"><th></th>{header}</tr></thead>'
+            f'<tbody>{body}</tbody></table>'
+            '<style>.rag-sheet td,.rag-sheet th{border:1px solid #ccc;padding:2px 6px;text-align:left}</style>')
+
+
+def region_card(located: rag.Located) -> None:
+    """The slide (or message) holding the passage, whole, the passage highlighted."""
+    a, b = located.region
+    st.markdown(f"**{ui.md_escape(located.place)}** · {located.places} in all")
+    st.html(f'<div class="rag-slide" data-place="{html.escape(located.place)}" style="white-space:pre-wrap;'
+            'max-width:900px;border:1px solid #ccc;border-radius:8px;padding:1.2em;aspect-ratio:auto">'
+            f'{marked(located.text, located.start, located.end, a, b)}</div>')
+    with st.expander("The whole document"):
+        st.text(located.text)
 
 
 st.title("Viewer")

@@ -27,7 +27,7 @@ the app's job; `MARKER` is the pattern it needs).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 from urllib.parse import quote as urlquote
 
@@ -62,14 +62,25 @@ class Citation:
     end: int
     page: int | None
     section: str = ""  # the heading the passage sits under ("" when none)
+    place: str = ""  # its place in the format's own terms ("Budget!A14:F16", "slide 4"; "" when the format has none)
+    ocr_confidence: float | None = None  # its words' mean OCR confidence, 0-100, when they came from OCR (a scan)
+    ocr_lowest: float | None = None  # the least confident of them
     version: str = ""  # the content hash of the document version quoted (the viewer checks it)
     # A passage in another language than the question's: its multilingual distance, which judged it (None else).
     multilingual_distance: float | None = None
 
 
 def locator(c: Candidate) -> str:
-    """Where a passage sits, for its citation: pages and section for a PDF, else the section (or title).
-    A PDF with no headings has a section per page, named "Page N" (rag.reading.pdf): said once, not twice."""
+    """Where a passage sits, for its citation: pages and section for a PDF; the format's own place (a sheet's A1
+    range, a slide, a message) and the section when the place does not name it already; else the section (or title).
+    A PDF with no headings has a section per page, named "Page N" (rag.reading.pdf): said once, not twice.
+
+    >>> row = Candidate("c1", "d1", "b.xlsx", "", "Budget", "Rent: 850", 0, 9, None, None, "xlsx", 1, 0.1, 0.5, 1, 1, 1.0)
+    >>> locator(replace(row, place="Budget!A14:F16")), locator(replace(row, place="slide 4", section="Results"))
+    ('Budget!A14:F16', 'slide 4 · Results')
+    """
+    if c.place:
+        return f"{c.place} · {c.section}" if c.section and c.section not in c.place else c.place
     if c.page is not None:
         pages = f"p. {c.page}" if c.page_end in (None, c.page) else f"pp. {c.page}–{c.page_end}"
         own = c.section and c.section != f"Page {c.page}"
@@ -86,7 +97,8 @@ def cite(kept: Sequence[Candidate]) -> list[Citation]:
     return [Citation(n=i, chunk_id=c.chunk_id, doc_id=c.doc_id, doc_name=c.doc_name, title=c.title,
                      locator=locator(c), fragment=fragment(c), link=urlquote(c.doc_name) + fragment(c),
                      quote=c.content, distance=c.distance, start=c.start, end=c.end, page=c.page,
-                     section="" if c.section == f"Page {c.page}" else c.section, version=c.version,
+                     section="" if c.section == f"Page {c.page}" else c.section, place=c.place, version=c.version,
+                     ocr_confidence=c.ocr_confidence, ocr_lowest=c.ocr_lowest,
                      multilingual_distance=c.side_distance if c.across else None)
             for i, c in enumerate(kept, start=1)]
 

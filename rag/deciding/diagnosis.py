@@ -131,7 +131,7 @@ def why_not_found(engine, result: SearchResult, gated: Gated, expected_sentence:
             continue
         try:
             doc = extract(engine.folder / rec.path, rec.path.rsplit("/", 1)[-1], max_chars=engine.settings.tuning.max_chars,
-                          max_pages=engine.settings.tuning.max_pages)
+                          max_pages=engine.settings.tuning.max_pages, ocr_cache=engine.settings.ocr_cache)
         except Exception:
             continue
         span = _find_span(doc.text, sentence)

@@ -287,6 +287,21 @@ def percent(share: float, *, needed: bool = False) -> str:
     return f"{round((ceiled if needed else floored)(share) * 100):d}%"
 
 
+def ocr_note(mean: float, lowest: float, bar: float) -> str:
+    """What a quote read by OCR says of itself: how sure Tesseract was of its words (0-100), and, under the
+    measured bar (`Tuning.ocr_low`), that the page itself should be read.
+
+    >>> ocr_note(91.4, 62.0, 80.0)
+    'OCR, 91% confident'
+    >>> ocr_note(71.2, 12.0, 80.0)
+    'OCR, 71% confident (one word 12%): under the 80% bar, read the page itself before trusting the quote'
+    """
+    note = f"OCR, {mean:.0f}% confident"
+    if mean < bar:
+        note += f" (one word {lowest:.0f}%): under the {bar:.0f}% bar, read the page itself before trusting the quote"
+    return note
+
+
 def quoted(words: Sequence[str]) -> str:
     """Words as a refusal names them.
 

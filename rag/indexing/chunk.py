@@ -72,6 +72,8 @@ class Chunk:
     section: str
     page: int | None = None
     page_end: int | None = None
+    place: str = ""  # where it sits in the format's own terms: "Budget!A14:F16", "slide 4", a message ("" if none)
+    ocr: tuple[float, float] | None = None  # (mean, lowest) confidence of its words that came from OCR; None: none did
 
     @property
     def header_len(self) -> int:
@@ -101,7 +103,8 @@ def chunk_document(doc: Extracted, doc_id: str, how: Strategy | str = "E") -> li
         chunks.append(Chunk(
             id=f"{doc_id}-{i:05d}", doc_id=doc_id, index=i, text=prefix + content, content=content,
             start=start, end=end, section=" > ".join(path),
-            page=doc.page_at(start), page_end=doc.page_at(end - 1),
+            page=doc.page_at(start), page_end=doc.page_at(end - 1), place=doc.place_of(start, end),
+            ocr=doc.ocr_confidence(start, end),
         ))
     return chunks
 

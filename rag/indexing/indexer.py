@@ -29,7 +29,7 @@ import numpy as np
 
 from rag.indexing.chunk import Chunk, Strategy, chunk_document
 from rag.indexing.embed import Embedder, count_tokens, header_share
-from rag.reading.extract import EXTRACTOR_VERSIONS, SUPPORTED, extract_bytes, kind_of
+from rag.reading.extract import SUPPORTED, extract_bytes, kind_of, version_of
 from rag.reading.document import ExtractionError, Extracted
 from rag.text.lexical import analyze, detect_language
 from rag.indexing.multilingual import MultilingualEmbedder
@@ -178,7 +178,7 @@ class Indexer:
     # --- stamps, recovery and the published snapshot -------------------------------------------------
 
     def stamp_for(self, kind: str) -> Stamp:
-        return Stamp(self.embedder.name, self.embedder.dimension, self.strategy.version, EXTRACTOR_VERSIONS[kind])
+        return Stamp(self.embedder.name, self.embedder.dimension, self.strategy.version, version_of(kind))
 
     def _recover(self) -> None:
         """Undo what a crash left half-done, and mark documents whose stamp no longer matches.
@@ -403,7 +403,7 @@ class Indexer:
         except OSError:
             return False
         if rec.status == "indexed" and rec.stamp == self.stamp_for(rec.kind) or rec.status == "excluded" or \
-                rec.status == "failed" and rec.stamp and rec.stamp.extractor == EXTRACTOR_VERSIONS[rec.kind]:
+                rec.status == "failed" and rec.stamp and rec.stamp.extractor == version_of(rec.kind):
             if rec.size == st.st_size and rec.content_hash:
                 # Same size and modification time: unchanged without reading it (as git does); else compare
                 # contents, so a touched but identical file is not indexed again (nor read next time).
@@ -496,7 +496,8 @@ class Indexer:
             rec.mtime_ns = path.stat().st_mtime_ns  # before reading: a write during the read shows next time
             data = path.read_bytes()
             rec.size, rec.content_hash = len(data), _hash(data)
-            doc = extract_bytes(data, rel, max_chars=self.settings.tuning.max_chars, max_pages=self.settings.tuning.max_pages)
+            doc = extract_bytes(data, rel, max_chars=self.settings.tuning.max_chars, max_pages=self.settings.tuning.max_pages,
+                                ocr_cache=self.settings.ocr_cache)
             chunks = chunk_document(doc, doc_id, self.strategy)
             if not chunks:
                 raise ExtractionError("no text left to index after extraction")

@@ -18,7 +18,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag.reading.extract import SUPPORTED, kind_of
+from rag.reading.extract import refusal
 from rag.indexing.library import WriterLock
 
 
@@ -129,8 +129,8 @@ def save_upload(folder: Path, name: str, data: bytes, *, lock: WriterLock, max_u
     if len(data) > limit:
         raise UploadError(f"{name}: {len(data) / 1048576:.1f} MB is over the upload limit of {max_upload_mb} MB")
     clean = safe_name(name)
-    if kind_of(clean) is None:
-        raise UploadError(f"{clean}: unsupported type; supported: {', '.join(sorted(SUPPORTED))}")
+    if reason := refusal(clean):
+        raise UploadError(f"{clean}: {reason}")
     target = (folder / clean).resolve()
     if target.parent != folder.resolve():
         raise UploadError(f"{name}: not a plain file name")

@@ -9,11 +9,20 @@ Every offset elsewhere in the engine (chunk start/end, `#char=` fragments, the p
 ...                 version="txt-3")
 >>> doc.text[doc.sections[0].start:doc.sections[0].end], doc.page_at(8)
 ('Rent: 850.', None)
+
+A format with places of its own (a slide, a spreadsheet's rows, an e-mail message) lists them as `Place`s, and
+`place_of` names the place of a range in the format's own terms, as the citation shows it:
+
+>>> rows = [Place(0, 9, "Budget", row=14, last_col=6), Place(11, 20, "Budget", row=15, last_col=6)]
+>>> Extracted(name="b.xlsx", kind="xlsx", title="b", text="Rent: 850\\n\\nRent: 900", sections=[], version="x",
+...           places=rows).place_of(0, 20)
+'Budget!A14:F15'
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,10 +45,72 @@ class Section:
     path: tuple[str, ...]  # headings below the title, outermost first; () for text before any heading
 
 
+@dataclass(frozen=True)
+class OcrWord:
+    """A word the OCR recognised: its range in the canonical text, Tesseract's confidence in it (0-100), and
+    where it stands on its page (1-based) or image, in the page's points (a PDF) or the image's pixels."""
+
+    start: int
+    end: int
+    confidence: float
+    page: int
+    box: tuple[float, float, float, float]  # x0, y0, x1, y1
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much of a file a reader may read: past these it stops with a reason, so a huge or hostile file costs
+    bounded memory and time."""
+
+    max_chars: int = 5_000_000  # characters of canonical text
+    max_pages: int = 2000  # pages of a PDF, slides of a deck, messages of a mailbox
+    ocr_cache: Path | None = None  # a folder where each OCR'd page's words are kept by the page image's hash
+
+
+@dataclass(frozen=True)
+class Place:
+    """A range of the canonical text that is one place of the file in the format's own terms: a slide ("slide 4"),
+    an e-mail message, a spreadsheet's row (`label` its sheet, `row` its 1-based number, `last_col` its last
+    column's number, `cells` its cells as the sheet shows them, for the viewer to draw the sheet again)."""
+
+    start: int
+    end: int
+    label: str
+    row: int = 0
+    last_col: int = 0
+    cells: tuple[str, ...] = ()
+    header: tuple[str, ...] = ()  # a row's: its sheet's header row, as shown (one tuple shared by the sheet's rows)
+
+
+def column_letters(n: int) -> str:
+    """A spreadsheet column's letters from its 1-based number: 1 -> A, 27 -> AA.
+
+    >>> column_letters(1), column_letters(6), column_letters(27), column_letters(703)
+    ('A', 'F', 'AA', 'AAA')
+    """
+    out = ""
+    while n > 0:
+        n, r = divmod(n - 1, 26)
+        out = chr(65 + r) + out
+    return out
+
+
+def a1_range(sheet: str, first_row: int, last_row: int, last_col: int) -> str:
+    """The A1 reference of rows `first_row`..`last_row`, columns A..`last_col`, of a sheet, quoted as the
+    spreadsheet writes it when the sheet's name needs quotes.
+
+    >>> a1_range("Budget", 14, 16, 6), a1_range("Q1 costs", 3, 3, 1), a1_range("it's", 2, 4, 2)
+    ('Budget!A14:F16', "'Q1 costs'!A3", "'it''s'!A2:B4")
+    """
+    name = sheet if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", sheet) else "'" + sheet.replace("'", "''") + "'"
+    end = f"{column_letters(max(1, last_col))}{last_row}"
+    return f"{name}!A{first_row}" + ("" if end == f"A{first_row}" else f":{end}")
+
+
 @dataclass
 class Extracted:
     name: str
-    kind: str  # "md", "txt" or "pdf"
+    kind: str  # the reader's kind: "md", "txt", "pdf", "docx", "xlsx", ... (rag.reading.extract.SUPPORTED)
     title: str
     text: str
     sections: list[Section]
@@ -48,6 +119,45 @@ class Extracted:
     pages: int = 0
     empty_pages: int = 0  # PDF pages with no extractable text (scans)
     warnings: list[str] = field(default_factory=list)
+    places: list[Place] = field(default_factory=list)  # in text order, not overlapping; [] for a format without
+    ocr_words: list[OcrWord] = field(default_factory=list)  # in text order: the words that came from OCR
+    ocr_pages: int = 0  # pages (or images) recognised by OCR, cached ones included
+
+    def ocr_confidence(self, start: int, end: int) -> tuple[float, float] | None:
+        """(mean, lowest) OCR confidence, 0-100, of the recognised words in [start, end); None when none is there."""
+        if not self.ocr_words:
+            return None
+        i = bisect.bisect_left(self._ocr_ends, start + 1)
+        found = []
+        while i < len(self.ocr_words) and self.ocr_words[i].start < end:
+            found.append(self.ocr_words[i].confidence)
+            i += 1
+        return (sum(found) / len(found), min(found)) if found else None
+
+    @functools.cached_property
+    def _ocr_ends(self) -> list[int]:
+        return [w.end for w in self.ocr_words]
+
+    def place_of(self, start: int, end: int) -> str:
+        """Where [start, end) sits in the format's own terms: a sheet's A1 range, "slide 4", a message; "" when
+        the format has no places of its own."""
+        if not self.places:
+            return ""
+        i = max(0, bisect.bisect_right(self._place_starts, start) - 1)
+        hits = []
+        while i < len(self.places) and self.places[i].start < end:
+            if self.places[i].end > start:
+                hits.append(self.places[i])
+            i += 1
+        rows = [p for p in hits if p.row]
+        if rows:
+            return a1_range(rows[0].label, rows[0].row, rows[-1].row, max(p.last_col for p in rows))
+        labels = list(dict.fromkeys(p.label for p in hits))
+        return labels[0] if len(labels) == 1 else f"{labels[0]} – {labels[-1]}" if labels else ""
+
+    @functools.cached_property
+    def _place_starts(self) -> list[int]:
+        return [p.start for p in self.places]
 
     def page_at(self, offset: int) -> int | None:
         """1-based page holding `offset`, or None for text documents."""

@@ -25,11 +25,18 @@ import re
 import yaml
 from markdown_it import MarkdownIt
 
-from rag.reading.document import TITLE_MAX, ExtractionError, Extracted, Section, clean_heading, title_from_first_line
+from rag.reading.document import (TITLE_MAX, ExtractionError, Extracted, Limits, Section, clean_heading,
+                                  title_from_first_line)
 
 # txt-2: headings read from lines' shape; md-3, txt-3: a document's language identified among every language
 # the app reads (rag.text.languages), not only English and Portuguese, so its chunks are analysed again.
 VERSIONS = {"md": "md-3", "txt": "txt-3"}
+
+
+def read(data: bytes, name: str, kind: str, limits: Limits) -> Extracted:
+    """A Markdown ("md") or plain-text ("txt") file's bytes as a document."""
+    text = decode_text(data)
+    return read_markdown(text, name) if kind == "md" else read_plain(text, name)
 
 
 def decode_text(data: bytes) -> str:

@@ -9,9 +9,15 @@ pages are dropped (`drop_furniture`). Sections come from the PDF's outline, else
 (`rag.reading.viewer`) marks a citation's characters with the same joining rules, so its text and every offset
 agree with this one.
 
-What it does not do: OCR (an image-only PDF fails with that reason), decide which reader a file gets
-(`rag.reading.extract.extract_bytes` does), or keep formatting. A PDF that cannot be read raises
-`ExtractionError` with a reason a person understands.
+A page with no text layer that shows something (a scan: an image, or drawings), or whose text is a few
+characters over one image covering the page (a scanner's stamp), is read by OCR (`rag.reading.ocr`): rendered
+at 300 dpi, its recognised paragraphs are its blocks, in the page's place in the text, and each recognised
+word is in `Extracted.ocr_words` with its confidence and its box in the page's points. A page with a real text
+layer is never OCR'd. Without Tesseract such a page stays empty and says why (`warnings`, or the reason of an
+image-only PDF).
+
+What it does not do: decide which reader a file gets (`rag.reading.extract.extract_bytes` does), or keep
+formatting. A PDF that cannot be read raises `ExtractionError` with a reason a person understands.
 
 >>> _furniture_key("Handbook  —  Page 12")
 'handbook — page #'
@@ -22,14 +28,18 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from pathlib import Path
 
-from rag.reading.document import TITLE_MAX, ExtractionError, Extracted, Section, clean_heading, title_from_first_line
+from rag.reading.hyphens import LINE_END_HYPHEN, compounds, line_end_hyphen  # noqa: F401 (the viewer's too)
+from rag.reading.document import (TITLE_MAX, ExtractionError, Extracted, Limits, OcrWord, Section, clean_heading,
+                                  title_from_first_line)
 
 # pdf-4: ligatures read as their letters, combining accents composed, columns one after the other; pdf-5: a
 # document's language identified among every language the app reads (rag.text.languages); pdf-6: a column's
 # footnotes after the columns, a table's rows apart, numbered headings found in the outline, a compound the
-# document prints whole kept at a line-end hyphen (LaTeX papers).
-VERSION = "pdf-6"
+# document prints whole kept at a line-end hyphen (LaTeX papers); pdf-7: scanned pages read by OCR.
+VERSION = "pdf-7"
+VERSIONS = {"pdf": VERSION}
 
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -39,10 +49,11 @@ def text_flags() -> int:
     """pymupdf's flags for reading text: its defaults without TEXT_PRESERVE_LIGATURES, so a printed "ﬁ"
     comes out as "f" and "i" (the glyph's box on the "f"). A person types "classification": BM25 never
     matched "classiﬁcation", and MiniLM cuts the ligature into pieces of its own. The viewer reads with
-    the same flags, so its characters are the extractor's."""
+    the same flags, so its characters are the extractor's. Nor TEXT_PRESERVE_IMAGES: only text blocks are
+    read, and a scanned page's image in the page's dict cost 50 MB (a copy of the scan's bytes) for nothing."""
     import pymupdf
 
-    return pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_LIGATURES
+    return pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_LIGATURES & ~pymupdf.TEXT_PRESERVE_IMAGES
 
 
 def compose(text: str, boxes: list | None = None) -> tuple[str, list | None]:
@@ -71,42 +82,6 @@ def compose(text: str, boxes: list | None = None) -> tuple[str, list | None]:
             kept += [boxes[i]] * len(piece)
         i = j
     return "".join(out), (kept if boxes is not None else None)
-
-
-LINE_END_HYPHEN = re.compile(r"(\w)-\n(\w)")
-
-
-def line_end_hyphen(text: str, m: re.Match, compounds: frozenset[str] = frozenset()) -> str:
-    r"""What a hyphen at the end of a line (matched by LINE_END_HYPHEN in `text`) becomes: the two letters
-    joined ("exam-\nple": "example"), or joined with the hyphen kept when it is part of the word: the word
-    before it already holds one ("state-of-the-\nart"), a capital or a digit stands beside it ("R-\nCNN",
-    "COVID-\n19", "Anglo-\nSaxon"), or the document prints the word with its hyphen inside a line
-    (`compounds`: "test-\ntime" where "test-time" is printed whole elsewhere). A lower-case compound broken at
-    its own hyphen and printed nowhere else cannot be told from a broken word without a dictionary, and is
-    joined.
-
-    >>> t = "exam-\nple, state-of-the-\nart and Fast R-\nCNN, no test-\ntime"
-    >>> LINE_END_HYPHEN.sub(lambda m: line_end_hyphen(t, m, frozenset({"test-time"})), t)
-    'example, state-of-the-art and Fast R-CNN, no test-time'
-    """
-    left = re.search(r"[\w-]*$", text[:m.start() + 1]).group()
-    beside = m.group(1) + m.group(2)
-    right = re.compile(r"\w*").match(text, m.end() - 1).group()
-    keep = "-" in left or any(c.isupper() or c.isdigit() for c in beside) or f"{left}-{right}".lower() in compounds
-    return m.group(1) + ("-" if keep else "") + m.group(2)
-
-
-_COMPOUND = re.compile(r"\w+(?:-\w+)+")
-
-
-def compounds(lines) -> frozenset[str]:
-    """The hyphenated words ("two-stage") printed inside the given lines, lower-cased: a line-end hyphen
-    that splits one of them keeps it (`line_end_hyphen`). A word broken at a line's end ("test-") is none.
-
-    >>> sorted(compounds(["a two-stage and test-", "time detector, R-CNN"]))
-    ['r-cnn', 'two-stage']
-    """
-    return frozenset(w.lower() for ln in lines if "-" in ln for w in _COMPOUND.findall(ln))
 
 
 def _normalise_block(text: str, known: frozenset[str] = frozenset()) -> str:
@@ -387,8 +362,71 @@ def _heading_key(text: str) -> str:
     return _furniture_key(_HEADING_NUMBER.sub("", text, count=1))
 
 
-def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
+def read(data: bytes, name: str, kind: str, limits: Limits) -> Extracted:
+    return extract_pdf(data, name, limits.max_pages, ocr_cache=limits.ocr_cache)
+
+
+OCR_DPI = 300
+OCR_TEXT = 40  # characters: a page with fewer over one image that covers it is a scan (its text a stamp)
+
+
+def page_chars(blocks: list[dict]) -> int:
+    """The characters, spaces aside, of a page's pymupdf text blocks ("dict" or "rawdict": the extractor's and
+    the viewer's count alike)."""
+    return sum(1 for b in blocks for ln in b["lines"] for s in ln["spans"]
+               for c in (s["text"] if "text" in s else "".join(ch["c"] for ch in s["chars"])) if not c.isspace())
+
+
+def ocr_wanted(page, chars: int) -> bool:
+    """Whether a page is read by OCR: it has no text (`chars`, `page_chars`) but shows an image or drawings (a
+    blank page is not read), or a few characters of text over one image that covers most of it."""
     import pymupdf
+
+    if chars >= OCR_TEXT:
+        return False
+    images = page.get_image_info()
+    if chars == 0:
+        return bool(images) or bool(page.get_drawings())
+    area = abs(page.rect) or 1.0
+    return any(abs(pymupdf.Rect(i["bbox"]) & page.rect) >= 0.8 * area for i in images)
+
+
+def ocr_page(page, pno: int, cache: Path | None) -> list[tuple[tuple, list[tuple]]]:
+    """Page `pno` (1-based) read by OCR: its blocks as the extractor's (text, font size, in a margin, left edge),
+    each with its words (start, end in the block's text, confidence, page, box in the page's points). The
+    font size is guessed from the lines' height (a line's box is about 1.15 times its type's size)."""
+    import pymupdf
+    from PIL import Image
+
+    from rag.reading import ocr
+
+    rect = page.rect
+    dpi = max(36, min(OCR_DPI, int(ocr.MAX_SIDE * 72 / (max(rect.width, rect.height) or 1.0))))
+    pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY, alpha=False)
+    image = Image.frombytes("L", (pix.width, pix.height), pix.samples)
+    sx, sy = rect.width / pix.width, rect.height / pix.height
+    del pix
+    # MuPDF keeps each page's decoded scan in its store (up to 256 MB): emptied, a 300-page scan costs a page's
+    # memory, not 17 MB more per page.
+    pymupdf.TOOLS.store_shrink(100)
+    rec, _ = ocr.recognise_cached(image, ocr.DEFAULT_LANGS, cache)
+    height = rect.height or 1.0
+    out = []
+    for para in ocr.paragraphs(rec):
+        def points(box):
+            return (rect.x0 + box[0] * sx, rect.y0 + box[1] * sy, rect.x0 + box[2] * sx, rect.y0 + box[3] * sy)
+
+        x0, y0, _, y1 = points(para.box)
+        size = round(para.line_height * sy / 1.15 * 2) / 2
+        block = (para.text, size, y1 - rect.y0 < 0.12 * height or y0 - rect.y0 > 0.88 * height, x0)
+        out.append((block, [(s, e, conf, pno, points(box)) for s, e, conf, box in para.words]))
+    return out
+
+
+def extract_pdf(data: bytes, name: str, max_pages: int, ocr_cache: Path | None = None) -> Extracted:
+    import pymupdf
+
+    from rag.reading import ocr
 
     try:
         doc = pymupdf.open(stream=data, filetype="pdf")
@@ -409,12 +447,25 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
         pages: list[list[tuple]] = []  # per page: (block text, largest font size, in a margin, left edge)
         sizes: Counter[float] = Counter()
         read: list[tuple[float, list[tuple]]] = []  # per page: its height, its blocks as printed
+        ocr_read: dict[int, list[tuple[tuple, list[tuple]]]] = {}  # page index -> its OCR'd blocks and their words
+        scanned = 0  # pages that OCR would read
         try:
-            for page in doc:
+            for pno, page in enumerate(doc, start=1):
                 raw: list[tuple] = []  # (lines, largest font size, bbox, last line)
                 height = page.rect.height or 1.0
                 found = page.get_text("dict", flags=text_flags(), sort=True)["blocks"]
-                for b in reading_order([b for b in found if b.get("type") == 0], page.rect.width):
+                ordered = reading_order([b for b in found if b.get("type") == 0], page.rect.width)
+                if ocr_wanted(page, page_chars(ordered)):
+                    scanned += 1
+                    read.append((height, []))
+                    if ocr.available() is None:
+                        try:
+                            ocr_read[pno - 1] = ocr_page(page, pno, ocr_cache)
+                        except Exception as exc:  # a timeout, Tesseract failing on this page: the rest is read
+                            why = getattr(exc, "reason", exc)
+                            warnings.append(f"page {pno}: OCR failed ({why}); its text is missing")
+                    continue
+                for b in ordered:
                     lines = []
                     big = 0.0
                     for line in b["lines"]:
@@ -434,8 +485,8 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
             # The words the document prints with a hyphen, so that one broken at it stays whole (all pages
             # first: the word may be printed whole on a later page).
             known = compounds(ln for _, blocks in read for b in blocks for ln in b[0])
-            for height, joined in read:
-                blocks = []
+            for index, (height, joined) in enumerate(read):
+                blocks = [block for block, _ in ocr_read.get(index, ())]
                 for lines, big, (x0, y0, _, y1), _, _ in joined:
                     text = _normalise_block("\n".join(lines), known)
                     if text:
@@ -450,10 +501,15 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
     notes = footnotes(pages)
     pages = place_footnotes(pages, notes)
     empty = sum(1 for p in pages if not p)
+    missing = ocr.available() if scanned else None
     if empty == len(pages):
-        raise ExtractionError(
-            f"no extractable text on any of its {len(pages)} page(s): a scanned or image-only PDF (OCR is not supported)"
-        )
+        why = (f"a scanned or image-only PDF, and {missing}" if missing else
+               "a scanned or image-only PDF, and OCR found no text on it" if scanned else "its pages are blank")
+        raise ExtractionError(f"no extractable text on any of its {len(pages)} page(s): {why}")
+    if missing:
+        warnings.append(f"{scanned} scanned page(s) not read: {missing}")
+    ocr_of = {id(block): words for found in ocr_read.values() for block, words in found}
+    ocr_words: list[OcrWord] = []
     body_size = sizes.most_common(1)[0][0] if sizes else 0.0
 
     parts: list[str] = []
@@ -492,6 +548,7 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
                 level = 1 if big >= body_size * 1.4 else 2
                 heads.append((pos, pos + len(text), level, clean_heading(text.replace(CELL_GAP, " "))))
             parts.append(text)
+            ocr_words += [OcrWord(pos + a, pos + b, conf, p, box) for a, b, conf, p, box in ocr_of.get(id(block), ())]
             pos += len(text)
         for lvl, t in wanted:  # an outline entry whose heading text was not found: section starts at the page
             heads.append((page_starts[-1], page_starts[-1], lvl, t))
@@ -522,7 +579,7 @@ def extract_pdf(data: bytes, name: str, max_pages: int) -> Extracted:
     sections = [s for s in _notes_apart(sections, note_spans) if text[s.start:s.end].strip()]
     return Extracted(name=name, kind="pdf", title=title, text=text, sections=sections,
                      version=VERSION, page_starts=page_starts, pages=len(pages),
-                     empty_pages=empty, warnings=warnings)
+                     empty_pages=empty, warnings=warnings, ocr_words=ocr_words, ocr_pages=len(ocr_read))
 
 
 def _notes_apart(sections: list[Section], notes: list[tuple[int, int]]) -> list[Section]:

@@ -6,6 +6,10 @@ what a person can look at:
 
 - Markdown and text: the canonical text is the file itself (line endings normalised), so the range is the
   quote; the section path comes from the headings.
+- Formats with places of their own (`rag.reading.document.Place`): the passage's place ("Budget!A14:F16",
+  "slide 4", a message); for a spreadsheet, the cited rows with the rows around them (`rows`, each with its cells
+  as the sheet shows them, and the sheet's header), for the app to draw the sheet; for a slide or a message, its
+  range in the text (`region`), for the app to show the whole slide with the passage marked in it.
 - PDF: the file is read again block by block exactly as the extractor reads it, keeping each character's
   box on its page. The canonical text rebuilt that way must equal the extractor's, character for
   character; then the range maps to the boxes of exactly the quoted characters, merged into one rectangle
@@ -33,9 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from rag.reading.document import Extracted, Place
 from rag.reading.extract import extract_bytes
 from rag.reading.pdf import (CELL_GAP, CONTROL, LINE_END_HYPHEN, compose, compounds, drop_furniture, is_row, join_continued,
-                     line_end_hyphen, notes_after_columns, page_break, place_footnotes, reading_order, text_flags)
+                     line_end_hyphen, notes_after_columns, ocr_page, ocr_wanted, page_break, page_chars,
+                     place_footnotes, reading_order, text_flags)
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points
 
@@ -65,6 +71,11 @@ class Located:
     problem: str = ""  # why the quote cannot be marked exactly ('' when it can)
     marks: list[Mark] = field(default_factory=list)  # PDFs
     pages: int = 0
+    place: str = ""  # the passage's place in the format's own terms ("Budget!A14:F16", "slide 4"; "" if none)
+    region: tuple[int, int] | None = None  # a slide's or a message's range in `text`, the passage inside it
+    rows: list[Place] = field(default_factory=list)  # a sheet's rows around the cited ones (those overlap [start, end))
+    places: int = 0  # how many places the document has (slides of a deck, messages of a mailbox)
+    ocr: tuple[float, float] | None = None  # the quote's OCR confidence (mean, lowest), when its words came from OCR
 
     @property
     def first_page(self) -> int | None:
@@ -72,13 +83,15 @@ class Located:
 
     @property
     def fragment(self) -> str:
-        return f"#page={self.first_page}" if self.kind == "pdf" and self.first_page else f"#char={self.start},{self.end}"
+        paged = self.kind in ("pdf", "image") and self.first_page
+        return f"#page={self.first_page}" if paged else f"#char={self.start},{self.end}"
 
 
 def locate(folder: Path, record, start: int, end: int, *, max_chars: int = 5_000_000, max_pages: int = 2000,
-           version: str | None = None) -> Located:
+           version: str | None = None, ocr_cache: Path | None = None) -> Located:
     """Locate [start, end) of a library record's document (`rag.indexing.library.DocRecord`) in its file; `version`:
-    the start of the content hash of the version the citation quoted (None: not known, not checked)."""
+    the start of the content hash of the version the citation quoted (None: not known, not checked); `ocr_cache`:
+    the folder where indexing kept the OCR'd pages' words (a scan is then not recognised again)."""
     folder = Path(folder).resolve()
     target = (folder / record.path).resolve()
     if folder not in target.parents:
@@ -98,19 +111,45 @@ def locate(folder: Path, record, start: int, end: int, *, max_chars: int = 5_000
         out.changed = True
         out.problem = "the file changed since it was indexed: the passage's place in it is not known any more"
         return out
-    doc = extract_bytes(data, record.path.rsplit("/", 1)[-1], max_chars=max_chars, max_pages=max_pages)
+    doc = extract_bytes(data, record.path.rsplit("/", 1)[-1], max_chars=max_chars, max_pages=max_pages,
+                        ocr_cache=ocr_cache)
     if not (0 <= start < end <= len(doc.text)):
         raise ViewerError(f"characters {start}-{end} are not in {record.path} ({len(doc.text)} characters)")
     out.text, out.quote, out.pages, out.title = doc.text, doc.text[start:end], doc.pages, doc.title or out.title
     inside = [s for s in doc.sections if s.start <= start < max(s.end, s.start + 1)]
     out.section = " > ".join(inside[-1].path) if inside else ""
+    if doc.places:
+        _place(out, doc, start, end)
+    out.ocr = doc.ocr_confidence(start, end)
+    if doc.kind == "image":  # a scan or a photo: its recognised words' boxes, in the image's pixels
+        out.marks = marks_for([(w.page, w.box) for w in doc.ocr_words if w.start < end and w.end > start])
+        out.pages = max(1, len(doc.page_starts))
     if doc.kind == "pdf":
-        text, boxes = pdf_layout(data)
+        text, boxes = pdf_layout(data, ocr_cache)
         if text != doc.text:
             out.problem = "the PDF's text could not be matched to its page layout, so the passage is not marked"
             return out
         out.marks = marks_for(boxes[start:end])
     return out
+
+
+ROWS_AROUND = 8  # rows of a sheet shown above and below the cited ones
+
+
+def _place(out: Located, doc: Extracted, start: int, end: int) -> None:
+    """The passage's place, and what the app draws around it: a sheet's rows, or a slide's or message's range."""
+    out.place = doc.place_of(start, end)
+    hits = [i for i, p in enumerate(doc.places) if p.start < end and p.end > start]
+    if not hits:
+        return
+    first, last = doc.places[hits[0]], doc.places[hits[-1]]
+    if first.row:
+        sheet = [i for i in range(max(0, hits[0] - ROWS_AROUND), min(len(doc.places), hits[-1] + ROWS_AROUND + 1))
+                 if doc.places[i].row and doc.places[i].label == first.label]
+        out.rows = [doc.places[i] for i in sheet]
+    else:
+        out.region = (first.start, last.end)
+        out.places = len({p.label for p in doc.places})
 
 
 def marks_for(boxes: Sequence[tuple[int, Box] | None]) -> list[Mark]:
@@ -135,20 +174,34 @@ def _lines(chars: list[tuple[int, Box]]) -> list[tuple[int, Box]]:
     return out
 
 
-def pdf_layout(data: bytes) -> tuple[str, list[tuple[int, Box] | None]]:
+def pdf_layout(data: bytes, ocr_cache: Path | None = None) -> tuple[str, list[tuple[int, Box] | None]]:
     """The PDF's canonical text, rebuilt as `rag.reading.extract` builds it, with each character's (page, box);
-    None for characters the extractor adds (joining spaces, blank lines between blocks and pages)."""
+    None for characters the extractor adds (joining spaces, blank lines between blocks and pages). A page the
+    extractor read by OCR is read the same way (`rag.reading.pdf.ocr_page`; from `ocr_cache`, the extractor's,
+    without recognising it again), each recognised word's characters with the word's box."""
     import pymupdf
+
+    from rag.reading import ocr
 
     pages: list[list[tuple]] = []
     tracked: dict[int, list[tuple[int, Box] | None]] = {}  # id of a block's triple -> its boxes
     read: list[tuple[float, list[tuple]]] = []  # per page: its height, its blocks as printed
+    ocr_read: dict[int, list[tuple[tuple, list[tuple]]]] = {}  # page index -> its OCR'd blocks and their words
     with pymupdf.open(stream=data, filetype="pdf") as doc:
         for pno, page in enumerate(doc, start=1):
             height = page.rect.height or 1.0
             raw: list[tuple] = []  # ((chars, their boxes), largest font size, bbox, the last line's text)
             found = page.get_text("rawdict", flags=text_flags(), sort=True)["blocks"]
-            for b in reading_order([b for b in found if b.get("type") == 0], page.rect.width):
+            ordered = reading_order([b for b in found if b.get("type") == 0], page.rect.width)
+            if ocr_wanted(page, page_chars(ordered)):
+                read.append((height, []))
+                if ocr.available() is None:
+                    try:
+                        ocr_read[pno - 1] = ocr_page(page, pno, ocr_cache)
+                    except Exception:  # as the extractor: the page's text is missing
+                        pass
+                continue
+            for b in ordered:
                 chars: list[str] = []
                 boxes: list[tuple[int, Box] | None] = []
                 big = 0.0
@@ -173,8 +226,14 @@ def pdf_layout(data: bytes) -> tuple[str, list[tuple[int, Box] | None]]:
             read.append((height, join_continued(raw, lambda a, b: (a[0] + ["\n"] + b[0], a[1] + [None] + b[1]))))
     # The document's own hyphenated words, from all its pages, as rag.reading.extract finds them.
     known = compounds(ln for _, joined in read for b in joined for ln in "".join(b[0][0]).split("\n"))
-    for height, joined in read:
+    for index, (height, joined) in enumerate(read):
         blocks = []
+        for triple, words in ocr_read.get(index, ()):
+            kept: list[tuple[int, Box] | None] = [None] * len(triple[0])
+            for a, b, _, p, box in words:
+                kept[a:b] = [(p, box)] * (b - a)
+            tracked[id(triple)] = kept
+            blocks.append(triple)
         for (chars, boxes), big, (x0, y0, _, y1), _, _ in joined:
             text, kept = _normalise_tracked("".join(chars), boxes, known)
             if text:
@@ -232,6 +291,24 @@ def _sub(pattern: re.Pattern, repl, text: str, boxes: list, keep_ends: bool = Fa
     out.append(text[pos:])
     out_boxes += boxes[pos:]
     return "".join(out), out_boxes
+
+
+def render_image(data: bytes, page: int = 1) -> tuple[bytes, float, float]:
+    """Page `page` (1-based: a TIFF's pages) of an image file as PNG bytes, upright as its EXIF says (as the OCR
+    read it: the words' boxes are in these pixels), with its width and height in pixels."""
+    import io
+
+    from PIL import Image, ImageOps
+
+    with Image.open(io.BytesIO(data)) as im:
+        frames = getattr(im, "n_frames", 1)
+        if not 1 <= page <= frames:
+            raise ViewerError(f"page {page} is not in this image ({frames} pages)")
+        im.seek(page - 1)
+        shown = ImageOps.exif_transpose(im).convert("RGB")
+        out = io.BytesIO()
+        shown.save(out, format="PNG")
+        return out.getvalue(), float(shown.width), float(shown.height)
 
 
 def render_page(data: bytes, page: int, zoom: float = 1.5) -> tuple[bytes, float, float]:

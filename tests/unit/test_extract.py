@@ -31,7 +31,8 @@ def pdf(pages: list[list[tuple[str, float]]], title: str = "") -> bytes:
 
 @pytest.mark.parametrize("name, kind", [
     ("a.md", "md"), ("A.MD", "md"), ("notes.markdown", "md"), ("x.txt", "txt"), ("scan.PDF", "pdf"),
-    ("report.docx", None), ("README", None), (".md", None),
+    ("report.docx", "docx"), ("Budget.XLSM", "xlsx"), ("old.doc", "doc"), ("photo.heic", None), ("README", None),
+    (".md", None),
 ])
 def test_kind_of(name, kind):
     assert kind_of(name) == kind
@@ -39,8 +40,8 @@ def test_kind_of(name, kind):
 
 def test_an_unsupported_type_lists_the_supported_ones():
     with pytest.raises(ExtractionError) as err:
-        extract_bytes(b"text", "report.docx")
-    assert err.value.reason == f"unsupported file type '.docx'; supported: {', '.join(sorted(SUPPORTED))}"
+        extract_bytes(b"text", "report.key")
+    assert err.value.reason == f"unsupported file type '.key'; supported: {', '.join(sorted(SUPPORTED))}"
 
 
 @pytest.mark.parametrize("name, data, reason", [
@@ -134,3 +135,16 @@ def test_a_pdf_of_blank_pages_needs_ocr():
 def test_the_page_limit_is_named():
     with pytest.raises(ExtractionError, match=r"the limit is 1 \(max_pages\)"):
         extract_bytes(pdf([[("a", 11)], [("b", 11)]]), "two.pdf", max_pages=1)
+
+
+def test_the_readme_lists_every_type_the_app_reads():
+    # One list (FORMATS) feeds the upload box, the indexer, the Library page and `rag status`; the README's
+    # table is written by hand, so it is checked against it.
+    from pathlib import Path
+
+    from rag.reading.extract import FORMATS
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    table = [line for line in readme.splitlines() if line.startswith("| ") and " ." in line]
+    listed = {word.rstrip(";,") for line in table for word in line.split() if word.startswith(".")}
+    assert listed == {s for f in FORMATS for s in f.suffixes}
