@@ -119,8 +119,20 @@ def _bad_inputs(folder: Path) -> dict[str, str]:
                                       "<p>The community garden opens at eight on Saturdays, all year round.</p>"
                                       "<img src='http://example.invalid/a.png'></body></html>", encoding="utf-8")
     (folder / "good.md").write_text("# Notes\n\nThe library closes at six on Fridays.\n", encoding="utf-8")
+    # Scans: a JPEG cut in half, an image whose header claims 40,000 × 40,000 pixels, a photo with no text.
+    from PIL import Image
+
+    from tests.unit.ocr_pages import EN, render
+    from tests.unit.test_read_ocr import _png_header
+
+    photo = io.BytesIO()
+    render(EN[:1], dpi=150).save(photo, "JPEG", quality=80)
+    (folder / "cut.jpg").write_bytes(photo.getvalue()[: len(photo.getvalue()) // 2])
+    (folder / "huge.png").write_bytes(_png_header(40000, 40000))
+    Image.new("RGB", (400, 300), (120, 160, 200)).save(folder / "sky.png")
     return {"locked.docx": "password", "cut.xlsx": "damaged or truncated", "bomb.pptx": "zip bomb",
-            "report.docx": "content is a PDF", "old.xls": "save it as .xlsx"}
+            "report.docx": "content is a PDF", "old.xls": "save it as .xlsx", "cut.jpg": "truncated",
+            "huge.png": "megapixels: not decoded", "sky.png": "OCR found no text"}
 
 
 def test_bad_inputs_each_fail_with_their_own_reason_and_the_rest_indexes(make_engine, tmp_path):

@@ -13,7 +13,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from lab.samples import SAMPLES, write_docx, write_pptx, write_xlsx
-from tests.test_browser import QUEUE_TIMEOUT, UI_TIMEOUT_MS, ask, browser, new_app, open_app  # noqa: F401 (browser: a fixture)
+from tests.test_browser import QUEUE_TIMEOUT, ask, browser, new_app, open_app  # noqa: F401 (browser: a fixture)
+from tests.test_viewer_browser import page  # noqa: F401 (a fixture: a browser tab over this module's `app`)
 
 pytestmark = pytest.mark.browser
 
@@ -33,15 +34,6 @@ def app(tmp_path_factory):
     running.made = made
     yield running
     running.stop()
-
-
-@pytest.fixture
-def page(browser, app):  # noqa: F811
-    context = browser.new_context(viewport={"width": 1440, "height": 1100})
-    pg = context.new_page()
-    pg.set_default_timeout(UI_TIMEOUT_MS)
-    yield pg
-    context.close()
 
 
 def drop(page: Page, app, name: str) -> None:

@@ -17,7 +17,7 @@ from rag.reading.document import Limits
 from tests.unit.ocr_pages import (EN, MORE, cer, degrade, errors_by_confidence, lowest_decile_share, photo, png,
                                   render, scanned_pdf)
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(ocr.available() is not None, reason="Tesseract is not installed")]
+pytestmark = pytest.mark.slow  # real Tesseract: `make test` installs it (scripts/install-ocr.sh); missing, these fail
 SOURCE = EN + MORE
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -87,3 +87,26 @@ def test_a_restart_halfway_reads_only_the_pages_not_done(tmp_path, monkeypatch):
     print(f"\nrestart: {done} of 6 pages were done; the second reading recognised {len(calls)}")
     assert len(calls) == 6 - done and doc.ocr_pages == 6
     assert all(s in doc.text for s in SOURCE[:7])
+
+
+def test_a_scan_dropped_in_the_folder_is_answered_with_its_confidence_and_marked_on_its_page(make_engine, tmp_path):
+    # The whole way: a scanned letter (an image-only PDF) and a photographed page (PNG) in a folder, indexed by
+    # the engine; a question answered from the right sentence; the citation and the viewer say it came from
+    # OCR and how sure it was; the viewer marks the quote on the page image from the recognised words' boxes.
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "letter-scan.pdf").write_bytes(scanned_pdf([render(EN[:3])]))
+    (folder / "receipt.png").write_bytes(png(render(MORE[:2])))
+    engine = make_engine(folder)
+    report = engine.sync()
+    assert [o.status for o in report.outcomes] == ["indexed", "indexed"], report.outcomes
+    assert any(p.name.endswith(".json") for p in engine.settings.ocr_cache.rglob("*")), "the pages' words are kept"
+    for question, name, words in (("How long does the landlord take to return the deposit?", "letter-scan.pdf",
+                                   "returned within thirty days"),
+                                  ("How much was the boiler service invoice?", "receipt.png", "186.40 euros")):
+        citation = engine.ask(question, threshold=0.9).gated.citations[0]
+        assert citation.doc_name == name and words in citation.quote, (name, citation.quote)
+        assert citation.ocr_confidence is not None and citation.ocr_confidence > 85.5
+        located = engine.locate(citation.doc_name, citation.start, citation.end, version=citation.version)
+        assert not located.problem and located.quote == citation.quote
+        assert located.marks and located.marks[0].page == 1 and located.ocr[0] == pytest.approx(citation.ocr_confidence, abs=0.1)
