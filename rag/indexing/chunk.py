@@ -95,15 +95,19 @@ def chunk_document(doc: Extracted, doc_id: str, how: Strategy | str = "E") -> li
     how = strategy(how) if isinstance(how, str) else how
     spans = _blind_spans(doc, how) if not how.boundaries else _boundary_spans(doc, how)
     chunks = []
+    # A slide's or a message's place is in the embedded header too ("slide 4", 'message "Rent" from Ana, 2024-05-03'):
+    # a question may name the sender or the slide. A sheet's range is not: "Budget!A14:F16" is no words.
+    named = bool(doc.places) and not doc.places[0].row
     for i, (start, end, path, table_head) in enumerate(spans):
         content = doc.text[start:end]
-        prefix = header_for(doc.title, path) + "\n" if how.header else ""
+        place = doc.place_of(start, end)
+        prefix = header_for(doc.title, path) + (f" {place}" if named and place else "") + "\n" if how.header else ""
         if table_head:
             prefix += table_head + "\n"
         chunks.append(Chunk(
             id=f"{doc_id}-{i:05d}", doc_id=doc_id, index=i, text=prefix + content, content=content,
             start=start, end=end, section=" > ".join(path),
-            page=doc.page_at(start), page_end=doc.page_at(end - 1), place=doc.place_of(start, end),
+            page=doc.page_at(start), page_end=doc.page_at(end - 1), place=place,
             ocr=doc.ocr_confidence(start, end),
         ))
     return chunks

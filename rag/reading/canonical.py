@@ -113,6 +113,14 @@ class Canonical:
         """A block of text; returns its range in the canonical text (None when it held nothing)."""
         return self._append(clean_block(text))
 
+    def aside(self, text: str) -> tuple[int, int] | None:
+        """A block in the text but in no section, so no passage quotes it: an e-mail's header lines, which the
+        message's heading and place already name (an extractive answer would otherwise quote "Date: …")."""
+        self._close_section()
+        span = self._append(clean_block(text))
+        self._body = self._len
+        return span
+
     def table(self, rows: Sequence[Sequence[str]]) -> tuple[int, int] | None:
         """A table, its first row the header, as a pipe table; rows of a single cell are paragraphs."""
         rows = [[clean_cell(c) for c in r] for r in rows]

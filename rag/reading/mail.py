@@ -160,7 +160,9 @@ def _add_message(canon: Canonical, msg: Message, limits: Limits, read_attachment
     texts, htmls, attachments, forwards = _collect(msg)
     canon.heading(subject or "(no subject)", 1)
     with canon.place(_label(heads)):
-        canon.paragraph(_header_block(heads, attachments))
+        # In the text (the viewer shows it) but in no passage: the heading and the place name the message, and
+        # a passage that began "Date: … Subject: …" was quoted as the answer to what the message said.
+        canon.aside(_header_block(heads, attachments))
         if texts:
             for text in texts:
                 _add_plain(canon, text)
