@@ -122,15 +122,16 @@ def sheet_table(located: rag.Located) -> None:
     letters = [rag.reading.document.column_letters(i) for i in range(1, width + 1)]
     head = "".join(f"<th>{x}</th>" for x in letters)
     header = "".join(f"<th>{html.escape(h)}</th>" for h in (list(rows[0].header) + [""] * width)[:width])
+    # The header row once: drawn above the rows unless the header's own row is among those shown.
+    header = "" if any(p.cells == rows[0].header for p in rows) else f'<tr class="rag-header"><th></th>{header}</tr>'
     body = "".join(
         f'<tr class="{"rag-cited" if p.row in cited else "rag-row"}" data-row="{p.row}" '
         f'style="{"background:#ffe57a" if p.row in cited else ""}"><th>{p.row}</th>'
         + "".join(f"<td>{html.escape(c)}</td>" for c in (list(p.cells) + [""] * width)[:width]) + "</tr>"
         for p in rows)
-    st.markdown(f"**{ui.md_escape(located.place)}**")
     st.html(f'<table class="rag-sheet" data-range="{html.escape(located.place)}" style="border-collapse:collapse;'
             f'font-size:0.9em"><caption style="text-align:left">{html.escape(located.place)}</caption>'
-            f'<thead><tr><th></th>{head}</tr><tr class="rag-header"><th></th>{header}</tr></thead>'
+            f'<thead><tr><th></th>{head}</tr>{header}</thead>'
             f'<tbody>{body}</tbody></table>'
             '<style>.rag-sheet td,.rag-sheet th{border:1px solid #ccc;padding:2px 6px;text-align:left}</style>')
 
