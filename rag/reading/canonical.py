@@ -93,7 +93,8 @@ class Canonical:
         self._heads: list[tuple[int, str]] = []  # the open headings: (level, text), outermost first
         self._body = 0  # where the open section's body starts
         self._place: tuple[str, int] | None = None  # the open place: (label, where it starts)
-        self._header: tuple[str, ...] = ()  # the last spreadsheet header seen
+        self._header: tuple[str, ...] = ()  # the last spreadsheet header seen, as shown
+        self._header_given: object = None  # ... and as the reader gave it
         self.first_heading = ""
 
     # --- what a reader meets ---------------------------------------------------------------------------------
@@ -150,11 +151,13 @@ class Canonical:
             if value:
                 head = header[i].strip() if i < len(header) and header[i] else ""
                 parts.append(f"{head}: {value}" if head and head != value else value)
-        span = self._append(_CELL.sub(" ", _CONTROL.sub("", " | ".join(parts))))
+        line = " | ".join(parts)
+        if not line.isprintable() or "  " in line:  # rare; the regular expressions were a tenth of a sheet's time
+            line = _CELL.sub(" ", _CONTROL.sub("", line))
+        span = self._append(line)
         if span:
-            head = tuple(str(h).strip() for h in header)
-            if head != self._header:  # one tuple for all of a sheet's rows: a 100,000-row sheet holds it once
-                self._header = head
+            if header is not self._header_given:  # one tuple for all of a sheet's rows: a 100,000-row sheet holds it once
+                self._header_given, self._header = header, tuple(str(h).strip() for h in header)
             self._places.append(Place(span[0], span[1], sheet, row=number, last_col=len(shown), cells=tuple(shown),
                                       header=self._header))
         return span
