@@ -1,27 +1,36 @@
 """The reader for PowerPoint decks (.pptx, .pptm): each slide becomes one section and one place ("slide 4") of the
 canonical text, with its speaker notes.
 
-The archive is checked first (`archive.open_zip`: a zip, whole, without a password, no zip bomb), then
-python-pptx reads the checked bytes. Each slide that holds any text is, inside `Canonical.place("slide N")`:
+The archive is checked first (`archive.open_zip`: a zip, whole, without a password, no zip bomb), then its parts
+are read with lxml (no entities, no network): the main part (`ppt/presentation.xml`, found through the package's
+relationships) gives the slides in the deck's order (`p:sldIdLst`), and each slide's relationships its layout,
+notes slide and charts. python-pptx is no longer used for reading (it loads every part and looks each shape's
+properties up anew: four times slower); only the tests and the example below make decks with it. Each slide
+that holds any text is, inside `Canonical.place("slide N")`:
 
-- a heading: the slide's title placeholder, else "Slide N" (so a section's path is its slide's title);
+- a heading: the slide's title placeholder (python-pptx's `shapes.title`: the placeholder with idx 0), else
+  "Slide N" (so a section's path is its slide's title);
 - its shapes' text in reading order, top to bottom and then left to right (`reading_order`: shapes whose tops
-  lie within a line's height of each other are one row, read left to right), one block per paragraph of a
-  text box or placeholder; a group's shapes are read in their own reading order where the group stands; a
-  table is a pipe table (its first row the header); a chart gives its title ("Chart: Sales by quarter");
-- its speaker notes, as a block starting "Notes: ".
+  lie within a line's height of each other are one row, read left to right), one block per paragraph (`a:p`:
+  its runs' and fields' text, `a:br` a line break) of a text box or placeholder; a group's shapes are read in
+  their own reading order where the group stands; a table is a pipe table (its first row the header); a chart
+  gives its title, from its chart part ("Chart: Sales by quarter");
+- its speaker notes (the notes slide's body placeholder), as a block starting "Notes: ".
 
-A slide with a title and nothing else keeps its title as a block too, so a divider slide ("Part 2: Results")
-can still be found. Hidden slides are read like the others. The deck's title is its core properties' title
-(unless it is PowerPoint's "PowerPoint Presentation"), else the first slide's title, else the file's name.
+A shape's position is its own (`a:xfrm/a:off`); a slide's placeholder without one takes its layout's placeholder
+of the same idx, and that one, without one either, its master's placeholder of the same kind (as PowerPoint and
+python-pptx place it), looked up once per layout. A slide with a title and nothing else keeps its title as a
+block too, so a divider slide ("Part 2: Results") can still be found. Hidden slides are read like the others.
+The deck's title is its core properties' title (unless it is PowerPoint's "PowerPoint Presentation"), else the
+first slide's title, else the file's name.
 
-A macro-enabled deck (.pptm) is data to read: its macros (vbaProject.bin) are never run, and the content type
-of its main part is rewritten in memory to a plain deck's (`_plain_content_types`), so python-pptx reads it
-whatever types its version accepts; a slide show (.ppsx) or template (.potx) renamed .pptx is read the same way.
+A macro-enabled deck (.pptm), a slide show (.ppsx) or a template (.potx) named .pptx is read the same way: its
+main part's content type is not looked at, and its macros (vbaProject.bin) are never run or read.
 
 What it does not do: run or read macros, read SmartArt, embedded objects, pictures' text (no OCR) or a chart's
 data, keep formatting, or read the footer, date and slide-number placeholders (the same on every slide).
 
+>>> import io
 >>> from pptx import Presentation
 >>> prs = Presentation(); slide = prs.slides.add_slide(prs.slide_layouts[1])
 >>> slide.shapes.title.text = "Rent"; slide.placeholders[1].text = "Due on the 1st.\\nPaid by transfer."
@@ -42,10 +51,12 @@ Notes: Mention the deposit.
 
 from __future__ import annotations
 
-import io
+import posixpath
 import re
 import zipfile
 from pathlib import Path
+
+from lxml import etree
 
 from rag.reading.archive import open_zip, read_member
 from rag.reading.canonical import Canonical, clean_block
@@ -59,18 +70,24 @@ _EMU_PER_PT = 12_700
 # lines up side by side are rarely a few points apart; two stacked ones are a line or more apart.
 _SAME_ROW = 12 * _EMU_PER_PT
 _MAX_DEPTH = 32  # groups inside groups: deeper than any deck a person makes, and no recursion a file controls
-# The main part's content types python-pptx may refuse (its version decides), each read as a plain deck's.
-_PLAIN_MAIN = b"application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml"
-_OTHER_MAINS = (
-    b"application/vnd.ms-powerpoint.presentation.macroEnabled.main+xml",
-    b"application/vnd.openxmlformats-officedocument.presentationml.slideshow.main+xml",
-    b"application/vnd.ms-powerpoint.slideshow.macroEnabled.main+xml",
-    b"application/vnd.openxmlformats-officedocument.presentationml.template.main+xml",
-    b"application/vnd.ms-powerpoint.template.macroEnabled.main+xml",
-)
-_CONTENT_TYPES = "[Content_Types].xml"
 _SLIDE_PART = re.compile(r"ppt/slides/slide\d+\.xml")
 _DEFAULT_TITLES = {"powerpoint presentation", "presentation"}  # what PowerPoint and python-pptx write by default
+_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False)
+
+_P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
+_A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+_C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
+_R_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
+_REL = "{http://schemas.openxmlformats.org/package/2006/relationships}Relationship"
+_DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
+_SHAPES = {_P + t for t in ("sp", "grpSp", "graphicFrame", "cxnSp", "pic", "contentPart")}
+_FURNITURE = {"dt", "ftr", "sldNum"}  # date, footer, slide number: the same on every slide
+_TABLE_URI = "http://schemas.openxmlformats.org/drawingml/2006/table"
+_CHART_URI = "http://schemas.openxmlformats.org/drawingml/2006/chart"
+# The master placeholder a layout placeholder takes its position from, by type (python-pptx's mapping).
+_BASE_TYPE = {"body": "body", "chart": "body", "clipArt": "body", "ctrTitle": "title", "dgm": "body", "dt": "dt",
+              "ftr": "ftr", "media": "body", "obj": "body", "pic": "body", "sldNum": "sldNum", "subTitle": "body",
+              "tbl": "body", "title": "title"}
 
 
 def read(data: bytes, name: str, kind: str, limits: Limits) -> Extracted:
@@ -78,31 +95,34 @@ def read(data: bytes, name: str, kind: str, limits: Limits) -> Extracted:
     names = set(archive.namelist())
     _check_is_deck(archive, names)
     slide_parts = sum(1 for n in names if _SLIDE_PART.fullmatch(n))
-    if slide_parts > limits.max_pages:  # before python-pptx parses every slide
+    if slide_parts > limits.max_pages:  # before any slide is parsed
         raise _too_many(slide_parts, limits.max_pages)
-    data = _plain_content_types(archive, data)
 
-    from pptx import Presentation
-
+    package = _Package(archive, names)
     try:
-        prs = Presentation(io.BytesIO(data))
-        slides = list(prs.slides)
-    except Exception as exc:  # KeyError, ValueError, XMLSyntaxError, BadZipFile: python-pptx names no error of its own
+        main = package.target("", "officeDocument") or "ppt/presentation.xml"
+        rels = package.rels(main)
+        id_list = package.xml(main).find(_P + "sldIdLst")
+        slide_names = [rels[s.get(_R_ID)][1] for s in (id_list if id_list is not None else ())]
+        if len(slide_names) > limits.max_pages:
+            raise _too_many(len(slide_names), limits.max_pages)
+        slides = [(s, package.xml(s)) for s in slide_names]
+    except ExtractionError:
+        raise
+    except Exception as exc:  # KeyError, XMLSyntaxError, a missing part: the deck's skeleton is broken
         raise ExtractionError(f"it is damaged: the presentation inside cannot be read ({_short(exc)})") from None
-    if len(slides) > limits.max_pages:
-        raise _too_many(len(slides), limits.max_pages)
     if not slides:
         raise ExtractionError("the deck holds no text: it has no slides")
 
     canon = Canonical(name, max_chars=limits.max_chars)
     warnings: list[str] = []
     first_title = ""
-    for n, slide in enumerate(slides, 1):
+    for n, (part, root) in enumerate(slides, 1):
         try:
-            title, blocks = _slide_content(slide, n, warnings)
+            title, blocks = _slide_content(package, part, root, n, warnings)
         except ExtractionError:
             raise
-        except Exception as exc:  # a slide python-pptx cannot walk: the others are still worth reading
+        except Exception as exc:  # a slide that cannot be walked: the others are still worth reading
             warnings.append(f"slide {n} could not be read ({_short(exc)}) and was left out")
             continue
         if n == 1:
@@ -121,7 +141,7 @@ def read(data: bytes, name: str, kind: str, limits: Limits) -> Extracted:
     if not canon.chars:
         raise ExtractionError(f"the deck holds no text: none of its {len(slides)} slide(s) has text, a table or "
                               "notes (pictures only?)")
-    title = _core_title(prs) or clean_heading(first_title) or Path(name).stem or Path(name).name
+    title = _core_title(package) or clean_heading(first_title) or Path(name).stem or Path(name).name
     return canon.build(kind="pptx", title=title, version=VERSIONS["pptx"], pages=len(slides), warnings=warnings)
 
 
@@ -145,25 +165,37 @@ def _check_is_deck(archive: zipfile.ZipFile, names: set[str]) -> None:
     raise ExtractionError(f"it is a zip archive but not {_WHAT}: it holds no slides")
 
 
-def _plain_content_types(archive: zipfile.ZipFile, data: bytes) -> bytes:
-    """The archive's bytes, with a macro-enabled deck's, a slide show's or a template's main part typed as a
-    plain deck's in [Content_Types].xml (the archive rewritten in memory, its members unchanged), so python-pptx
-    reads it as a deck; `data` itself when nothing needs it. Only a type string changes: nothing is run."""
-    if _CONTENT_TYPES not in archive.namelist():
-        return data
-    types = read_member(archive, _CONTENT_TYPES)
-    if not any(t in types for t in _OTHER_MAINS):
-        return data
-    for t in _OTHER_MAINS:
-        types = types.replace(b'"' + t + b'"', b'"' + _PLAIN_MAIN + b'"')
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:  # stored: python-pptx unpacks it all at once anyway
-        for info in archive.infolist():
-            if info.is_dir():
-                continue
-            blob = types if info.filename == _CONTENT_TYPES else read_member(archive, info.filename)
-            z.writestr(info.filename, blob)
-    return out.getvalue()
+class _Package:
+    """The deck's parts, each parsed once: XML by part name, relationships by part name (rId -> (type, target))."""
+
+    def __init__(self, archive: zipfile.ZipFile, names: set[str]):
+        self.archive, self.names = archive, names
+        self._xml: dict[str, object] = {}
+        self._rels: dict[str, dict[str, tuple[str, str]]] = {}
+        self.placeholders: dict[str, dict] = {}  # layout part -> {idx: (top, left) or None}, made once
+
+    def xml(self, part: str):
+        if part not in self._xml:
+            self._xml[part] = etree.fromstring(read_member(self.archive, part), _PARSER)
+        return self._xml[part]
+
+    def rels(self, part: str) -> dict[str, tuple[str, str]]:
+        if part not in self._rels:
+            folder, base = posixpath.split(part)
+            rels_part = posixpath.join(folder, "_rels", base + ".rels")
+            out: dict[str, tuple[str, str]] = {}
+            if rels_part in self.names:
+                for rel in self.xml(rels_part).iter(_REL):
+                    target = rel.get("Target") or ""
+                    if rel.get("TargetMode") == "External":
+                        continue
+                    target = target[1:] if target.startswith("/") else posixpath.join(folder, target)
+                    out[rel.get("Id")] = (rel.get("Type", "").rsplit("/", 1)[-1], posixpath.normpath(target))
+            self._rels[part] = out
+        return self._rels[part]
+
+    def target(self, part: str, reltype: str) -> str | None:
+        return next((t for kind, t in self.rels(part).values() if kind == reltype), None)
 
 
 def _too_many(count: int, limit: int) -> ExtractionError:
@@ -177,61 +209,162 @@ def _short(exc: Exception) -> str:
 
 # --- a slide -----------------------------------------------------------------------------------------------------
 
-def _slide_content(slide, n: int, warnings: list[str]) -> tuple[str, list]:
+def _slide_content(package: _Package, part: str, root, n: int, warnings: list[str]) -> tuple[str, list]:
     """(the slide's title, "" when it has none; its blocks in reading order: paragraphs' text, or a table's
     rows), its notes last."""
-    title_shape = slide.shapes.title
-    title = _text(title_shape.text_frame.text) if title_shape is not None and title_shape.has_text_frame else ""
-    skip = {title_shape.shape_id} if title_shape is not None else set()
+    tree = root.find(f"{_P}cSld/{_P}spTree")
+    shapes = _shape_elms(tree)
+    title_shape = next((s for s in shapes if _ph_idx(_ph(s)) == 0), None)  # python-pptx's `shapes.title`
+    title, skip = "", set()
+    if title_shape is not None:
+        body = title_shape.find(_P + "txBody") if title_shape.tag == _P + "sp" else None
+        title = _frame_text(body) if body is not None else ""
+        skip = {_shape_id(title_shape)}
     blocks: list = []
-    _shapes(slide.shapes, skip, blocks, n, warnings, 0)
-    if slide.has_notes_slide:
-        frame = slide.notes_slide.notes_text_frame
-        notes = clean_block(_text(frame.text)) if frame is not None else ""
+    _shapes(package, part, shapes, skip, blocks, n, warnings, 0)
+    notes_part = package.target(part, "notesSlide")
+    if notes_part is not None:
+        notes_tree = package.xml(notes_part).find(f"{_P}cSld/{_P}spTree")
+        body = next((s for s in _shape_elms(notes_tree) if _ph_type(_ph(s)) == "body"), None)
+        frame = body.find(_P + "txBody") if body is not None else None
+        notes = clean_block(_frame_text(frame)) if frame is not None else ""
         if notes:
             blocks.append("Notes: " + notes)
     return " ".join(title.split()), blocks
 
 
-def _shapes(shapes, skip: set[int], blocks: list, n: int, warnings: list[str], depth: int) -> None:
-    """Append the blocks of `shapes` (a slide's or a group's) in reading order."""
-    from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
-
-    furniture = (PP_PLACEHOLDER.DATE, PP_PLACEHOLDER.FOOTER, PP_PLACEHOLDER.SLIDE_NUMBER)
-    placed = [((_position(s.top), _position(s.left)), s) for s in shapes]
+def _shapes(package: _Package, part: str, shapes: list, skip: set, blocks: list, n: int, warnings: list[str],
+            depth: int) -> None:
+    """Append the blocks of `shapes` (a slide's or a group's shape elements) in reading order."""
+    placed = [(_where(package, part, s, depth), s) for s in shapes]
     for shape in reading_order(placed):
         try:
-            if shape.shape_id in skip and depth == 0:
+            ph = _ph(shape)
+            if depth == 0 and _shape_id(shape) in skip:
                 continue
-            if shape.is_placeholder and shape.placeholder_format.type in furniture:
+            if ph is not None and _ph_type(ph) in _FURNITURE:
                 continue
-            if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+            tag = shape.tag
+            if tag == _P + "grpSp":
                 if depth < _MAX_DEPTH:
-                    _shapes(shape.shapes, skip, blocks, n, warnings, depth + 1)
-            elif getattr(shape, "has_table", False) and shape.has_table:
-                blocks.append([[_text(cell.text) for cell in row.cells] for row in shape.table.rows])
-            elif getattr(shape, "has_chart", False) and shape.has_chart:
-                chart = shape.chart
-                if chart.has_title and chart.chart_title.has_text_frame:
-                    title = " ".join(_text(chart.chart_title.text_frame.text).split())
+                    _shapes(package, part, _shape_elms(shape), skip, blocks, n, warnings, depth + 1)
+            elif tag == _P + "graphicFrame":
+                data = shape.find(f"{_A}graphic/{_A}graphicData")
+                uri = data.get("uri") if data is not None else None
+                if uri == _TABLE_URI:
+                    blocks.append([[_frame_text(cell.find(_A + "txBody")) for cell in row.iter(_A + "tc")]
+                                   for row in data.iter(_A + "tr")])
+                elif uri == _CHART_URI:
+                    title = _chart_title(package, part, data.find(_C + "chart"))
                     if title:
                         blocks.append("Chart: " + title)
-            elif shape.has_text_frame:
-                blocks.extend(t for t in (_text(p.text) for p in shape.text_frame.paragraphs) if t.strip())
+            elif tag == _P + "sp":
+                body = shape.find(_P + "txBody")
+                if body is not None:
+                    blocks.extend(t for t in (_paragraph(p) for p in body.iterfind(_A + "p")) if t.strip())
         except ExtractionError:
             raise
         except Exception as exc:  # one odd shape: the slide's other text still counts
             warnings.append(f"a shape on slide {n} could not be read ({_short(exc)}) and was left out")
 
 
-def _position(value) -> int:
-    return int(value) if value is not None else 0  # a shape with no position of its own or inherited: the top
+def _chart_title(package: _Package, part: str, chart) -> str:
+    """A chart's title text ("" when it has none), from its chart part."""
+    target = package.rels(part)[chart.get(_R_ID)][1]
+    rich = package.xml(target).find(f"{_C}chart/{_C}title/{_C}tx/{_C}rich")
+    return " ".join(_frame_text(rich).split()) if rich is not None else ""
 
 
-def _text(text: str) -> str:
-    # python-pptx gives a line break inside a paragraph as a vertical tab, which the canonical text drops as a
-    # control character: it is a line break.
-    return text.replace("\v", "\n")
+def _shape_elms(tree) -> list:
+    return [e for e in tree if e.tag in _SHAPES] if tree is not None else []
+
+
+def _ph(shape):
+    nv = shape[0] if len(shape) else None  # the p:nv...Pr child comes first
+    return nv.find(f"{_P}nvPr/{_P}ph") if nv is not None else None
+
+
+def _ph_idx(ph) -> int | None:
+    return None if ph is None else int(ph.get("idx", "0"))
+
+
+def _ph_type(ph) -> str | None:
+    return None if ph is None else ph.get("type", "obj")
+
+
+def _shape_id(shape) -> int | None:
+    nv = shape[0] if len(shape) else None
+    c_nv = nv.find(_P + "cNvPr") if nv is not None else None
+    return int(c_nv.get("id")) if c_nv is not None and c_nv.get("id", "").isdigit() else None
+
+
+def _offset(shape) -> tuple[int, int] | None:
+    """(top, left) the shape sets itself, or None."""
+    tag = shape.tag
+    if tag == _P + "grpSp":
+        off = shape.find(f"{_P}grpSpPr/{_A}xfrm/{_A}off")
+    elif tag in (_P + "graphicFrame", _P + "contentPart"):
+        off = shape.find(f"{_P}xfrm/{_A}off")
+    else:
+        off = shape.find(f"{_P}spPr/{_A}xfrm/{_A}off")
+    return None if off is None else (int(off.get("y", 0)), int(off.get("x", 0)))
+
+
+def _where(package: _Package, part: str, shape, depth: int) -> tuple[int, int]:
+    """(top, left) of a shape. A slide's placeholder (a text or picture one) with no position of its own takes
+    its layout placeholder's (the same idx), which, with none of its own, takes its master's placeholder of the
+    same kind: looked up once per layout."""
+    own = _offset(shape)
+    if own is not None:
+        return own
+    if depth or shape.tag not in (_P + "sp", _P + "pic") or (ph := _ph(shape)) is None:
+        return (0, 0)  # no position of its own or inherited: the top
+    layout = package.target(part, "slideLayout")
+    if layout is None:
+        return (0, 0)
+    if layout not in package.placeholders:
+        package.placeholders[layout] = _layout_positions(package, layout)
+    return package.placeholders[layout].get(_ph_idx(ph)) or (0, 0)
+
+
+def _layout_positions(package: _Package, layout: str) -> dict:
+    """{idx: (top, left) or None} of a layout's placeholders, the first of each idx, inherited from the master."""
+    master_ph: dict[str, tuple[int, int] | None] | None = None
+    out: dict = {}
+    for shape in _shape_elms(package.xml(layout).find(f"{_P}cSld/{_P}spTree")):
+        ph = _ph(shape)
+        if ph is None or _ph_idx(ph) in out:
+            continue
+        where = _offset(shape)
+        if where is None:
+            if master_ph is None:
+                master = package.target(layout, "slideMaster")
+                master_ph = {}
+                tree = package.xml(master).find(f"{_P}cSld/{_P}spTree") if master else None
+                for m in _shape_elms(tree):
+                    if (m_ph := _ph(m)) is not None:
+                        master_ph.setdefault(_ph_type(m_ph), _offset(m))
+            where = master_ph.get(_BASE_TYPE.get(_ph_type(ph), "body"))
+        out[_ph_idx(ph)] = where
+    return out
+
+
+def _paragraph(p) -> str:
+    """A paragraph's text: its runs' and fields' text, a line break as a line break."""
+    out = []
+    for child in p:
+        tag = child.tag
+        if tag == _A + "r" or tag == _A + "fld":
+            t = child.find(_A + "t")
+            out.append((t.text or "") if t is not None else "")
+        elif tag == _A + "br":
+            out.append("\n")
+    return "".join(out)
+
+
+def _frame_text(body) -> str:
+    """The text of a text body (a:txBody, p:txBody or c:rich): its paragraphs, one a line."""
+    return "" if body is None else "\n".join(_paragraph(p) for p in body.iterfind(_A + "p"))
 
 
 def reading_order(placed: list[tuple[tuple[int, int], object]]) -> list:
@@ -256,9 +389,13 @@ def reading_order(placed: list[tuple[tuple[int, int], object]]) -> list:
     return out
 
 
-def _core_title(prs) -> str:
+def _core_title(package: _Package) -> str:
     try:
-        title = clean_heading(clean_block(prs.core_properties.title or ""))
+        core = package.target("", "core-properties")
+        if core is None or core not in package.names:
+            return ""  # python-pptx would give its default, "PowerPoint Presentation": no title
+        found = package.xml(core).find(_DC_TITLE)
+        title = clean_heading(clean_block(found.text or "" if found is not None else ""))
     except Exception:  # damaged core properties: the title comes from the slides
         return ""
     return "" if title.lower() in _DEFAULT_TITLES else title
