@@ -160,8 +160,7 @@ def _add_message(canon: Canonical, msg: Message, limits: Limits, read_attachment
     texts, htmls, attachments, forwards = _collect(msg)
     canon.heading(subject or "(no subject)", 1)
     with canon.place(_label(heads)):
-        # In the text (the viewer shows it) but in no passage: the heading and the place name the message, and
-        # a passage that began "Date: … Subject: …" was quoted as the answer to what the message said.
+        # In the text, in no passage: a passage opening "Date: … Subject: …" was quoted as the message's answer.
         canon.aside(_header_block(heads, attachments))
         if texts:
             for text in texts:
