@@ -97,13 +97,15 @@ def test_a_scan_dropped_in_the_folder_is_answered_with_its_confidence_and_marked
     folder.mkdir()
     (folder / "letter-scan.pdf").write_bytes(scanned_pdf([render(EN[:3])]))
     (folder / "receipt.png").write_bytes(png(render(MORE[:2])))
+    (folder / "keys-photo.jpg").write_bytes(photo(render(MORE[2:4], dpi=150)))  # turned by 93°, at 150 dpi
     engine = make_engine(folder)
     report = engine.sync()
-    assert [o.status for o in report.outcomes] == ["indexed", "indexed"], report.outcomes
+    assert [o.status for o in report.outcomes] == ["indexed"] * 3, report.outcomes
     assert any(p.name.endswith(".json") for p in engine.settings.ocr_cache.rglob("*")), "the pages' words are kept"
     for question, name, words in (("How long does the landlord take to return the deposit?", "letter-scan.pdf",
                                    "returned within thirty days"),
-                                  ("How much was the boiler service invoice?", "receipt.png", "186.40 euros")):
+                                  ("How much was the boiler service invoice?", "receipt.png", "186.40 euros"),
+                                  ("What does the small brass key open?", "keys-photo.jpg", "opens the letterbox")):
         citation = engine.ask(question, threshold=0.9).gated.citations[0]
         assert citation.doc_name == name and words in citation.quote, (name, citation.quote)
         assert citation.ocr_confidence is not None and citation.ocr_confidence > 85.5
