@@ -7,11 +7,5 @@ if [ -x /usr/bin/chromium ]; then
     echo "chromium already installed: $(/usr/bin/chromium --version 2>/dev/null || echo /usr/bin/chromium)"
     exit 0
 fi
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-    SUDO="sudo"
-fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update
-$SUDO apt-get install -y --no-install-recommends chromium
+sh "$(dirname "$0")/apt-install.sh" chromium
 /usr/bin/chromium --version

@@ -17,13 +17,7 @@ if command -v tesseract >/dev/null 2>&1; then
         exit 0
     fi
 fi
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-    SUDO="sudo"
-fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update
-$SUDO apt-get install -y --no-install-recommends tesseract-ocr fonts-dejavu-core \
+sh "$(dirname "$0")/apt-install.sh" tesseract-ocr fonts-dejavu-core \
     $(for lang in $LANGS; do printf 'tesseract-ocr-%s ' "$lang"; done)
 tesseract --version | head -n 1
 tesseract --list-langs
