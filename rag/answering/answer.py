@@ -197,9 +197,7 @@ class ExtractiveGenerator:
                 text = " ".join(c.quote[s:e].split())
                 key = fold(text)
                 short = len(text.split()) < self.min_words or key.rstrip(".:") in headings
-                # A table's header line and its `| --- |` line name columns and answer nothing: a trial of a
-                # Word letter got "Item | Cost [2]" quoted beside the sentence with the cost.
-                if _table_head(c.quote, s, e) or key in seen or short and len(spans) > 1:
+                if key in seen or short and len(spans) > 1:
                     continue
                 seen.add(key)
                 pool.append((c.n, s, e, text))
@@ -286,25 +284,6 @@ def _leaning_joined(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, 
         else:
             out.append((s, e))
     return out
-
-
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
-
-
-def _table_head(text: str, start: int, end: int) -> bool:
-    r"""Whether text[start:end] lies on a Markdown table's header line or its separator line.
-
-    >>> t = "| Item | Cost |\n| --- | --- |\n| Parts | 140 euros |"
-    >>> [_table_head(t, a, b) for a, b in ((2, 13), (17, 30), (33, 50))]
-    [True, True, False]
-    """
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", end)
-    line = text[line_start:len(text) if line_end < 0 else line_end]
-    if not line.lstrip().startswith("|"):
-        return False
-    following = text[len(text) if line_end < 0 else line_end + 1:].split("\n", 1)[0]
-    return bool(_TABLE_RULE.match(line) or _TABLE_RULE.match(following))
 
 
 def _without_row_pipes(text: str, start: int, end: int) -> tuple[int, int]:
