@@ -50,7 +50,7 @@ from rag import load_settings  # noqa: E402
 from rag.deciding.gate import gate  # noqa: E402
 from rag.deciding.judge import judged_order  # noqa: E402
 from rag.deciding.needles import contains  # noqa: E402
-from lab.heldout import row_split  # noqa: E402
+from lab.heldout import first10_articles, row_split  # noqa: E402
 from lab.judge_data import TRAIN_DIR, split_of  # noqa: E402
 from lab.metrics import fmt_rate, rate, sign_test  # noqa: E402
 
@@ -59,7 +59,7 @@ SQUAD = ROOT.parent / "shared" / "eval" / "squad2"
 
 def article_of_ids() -> dict[str, str]:
     """SQuAD question id -> the article it was written for (English title)."""
-    data = json.load(gzip.open(TRAIN_DIR / "squad2-dev-even-en.json.gz"))["data"]
+    data = json.load(gzip.open(TRAIN_DIR / "squad2-dev-even-en.json.gz"))["data"] + first10_articles()
     return {q["id"]: a["title"] for a in data for p in a["paragraphs"] for q in p["qas"]}
 
 
@@ -139,7 +139,7 @@ def shipped_order(result, top: int | None = None):
     return dataclasses.replace(result, candidates=judged_order(read) + rest)
 
 
-def run(lang: str, data: dict, engine, config: str, ids: dict[str, str], heldout: bool = False) -> list[dict]:
+def run(lang: str, data: dict, engine, config: str, ids: dict[str, str], heldout: str | None = None) -> list[dict]:
     """Each question's row under one configuration, split by its article (`lab.heldout.row_split` on the
     held-out folder)."""
     s, judged = configured(engine.settings, config)
@@ -162,12 +162,20 @@ def run(lang: str, data: dict, engine, config: str, ids: dict[str, str], heldout
         kept = gate(result, calibration.threshold(qlang), s.max_chunks, rule).kept
         needle = q.get("needle")
         article = ids[q["id"]]
-        rows.append({"lang": lang, "kind": q["kind"], "split": row_split(article) if heldout else split_of(article),
+        rows.append({"lang": lang, "kind": q["kind"], "split": _split(article, heldout),
                      "answered": bool(kept),
                      "right": bool(needle) and any(contains(c.content, needle) for c in kept),
                      "r1": bool(needle) and bool(result.candidates) and contains(result.candidates[0].content, needle),
                      "r4": bool(needle) and any(contains(c.content, needle) for c in result.candidates[:4])})
     return rows, calibration
+
+
+def _split(article: str, heldout: str | None) -> str:
+    """The row's split: by article on the eval folder; `lab.heldout.row_split` on the six; all of the ten
+    (held out from everything) `heldout10`; an off-folder question there is of a test article."""
+    if heldout == "first10":
+        return "heldout10"
+    return row_split(article) if heldout else split_of(article)
 
 
 def summary(rows: list[dict], lang: str, split: str) -> dict:
@@ -192,13 +200,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="the first N questions only (a smoke run)")
     ap.add_argument("--judge", default="", help="a judge model folder (default: the shipped one)")
     ap.add_argument("--judge-languages", default="", help="trust it for these (default: its model card's)")
-    ap.add_argument("--heldout", action="store_true",
-                    help="the held-out folder (lab.heldout: the six other-topic articles) instead, splits 'heldout' "
-                         "(test articles' questions) and 'heldout-seen'")
+    ap.add_argument("--heldout", nargs="?", const="six", choices=("six", "first10"), default=None,
+                    help="a held-out folder instead (lab.heldout): 'six', the six other-topic articles, splits "
+                         "'heldout' (test articles' questions) and 'heldout-seen'; 'first10', the ten labelled "
+                         "SQuAD training articles (English), split 'heldout10'")
     args = ap.parse_args(argv)
-    if args.heldout:
+    if args.heldout == "six":
         from lab.heldout import build
         args.splits = "heldout,heldout-seen"
+    elif args.heldout == "first10":
+        from lab.heldout import build_first10
+
+        def build(lang, folder):
+            return build_first10(folder)
+        args.splits = "heldout10"
     judge = {k: v for k, v in (("judge_path", args.judge), ("judge_languages", args.judge_languages)) if v}
     judge.update(kv.split("=", 1) for kv in args.set)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -206,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     embedder = rag.load_embedder()
     report, every_row = {}, {}
     for lang in args.langs.split(","):
-        folder = args.out / f"heldout-{lang}" if args.heldout else None
+        folder = args.out / f"heldout{'10' if args.heldout == 'first10' else ''}-{lang}" if args.heldout else None
         questions = build(lang, folder) if folder else None
         engine = engine_for(lang, args.out, embedder, judge, folder)
         data = collect(lang, args.out, engine, args.limit, questions)

@@ -16,11 +16,20 @@ What it does not do: search or measure (`bench/judge_eval.py --heldout` does, at
 eval folder.
 
     .venv/bin/python -m lab.heldout --lang es --out bench/out/heldout-es
+
+`build_first10` is a second held-out folder, held out from everything: the ten SQuAD 2.0 **training** articles
+whose labels are kept (`squad2-train-first10-en`: Beyoncé, Frédéric Chopin, …; original English), which no judge
+trains on (`lab.relevance_data.HELD_OUT`) and no rule or setting was chosen on. Its near misses are their
+unanswerable questions (348 in all); its off-folder questions, the answerable questions of the dev articles'
+test split (`lab.judge_data.SPLITS`). English only.
+
+    .venv/bin/python -m lab.heldout --source first10 --out bench/out/heldout10-en
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import random
 from pathlib import Path
@@ -89,12 +98,53 @@ def build(lang: str, out: Path, train_dir: Path = TRAIN_DIR) -> Path:
     return path
 
 
+FIRST10 = "squad2-train-first10-en.json.gz"
+
+
+def first10_articles(train_dir: Path = TRAIN_DIR) -> list[dict]:
+    return json.load(gzip.open(train_dir / FIRST10))["data"]
+
+
+def build_first10(out: Path, train_dir: Path = TRAIN_DIR) -> Path:
+    """Write the folder of the ten labelled training articles (`out/docs/*.md`) and `out/questions.jsonl`."""
+    docs = out / "docs"
+    docs.mkdir(parents=True, exist_ok=True)
+    kinds: dict[str, list[dict]] = {k: [] for k in LIMITS}
+    for article in first10_articles(train_dir):
+        name = _file_name(article["title"])
+        paragraphs = [p["context"].strip() for p in article["paragraphs"]]
+        (docs / name).write_text(f"# {article['title'].replace('_', ' ')}\n\n" + "\n\n".join(paragraphs) + "\n",
+                                 encoding="utf-8")
+        for p in article["paragraphs"]:
+            for q in p["qas"]:
+                row = {"question": q["question"], "lang": "en", "id": q["id"]}
+                if q["is_impossible"]:
+                    kinds["near-miss"].append({**row, "refuse": True, "kind": "near-miss"})
+                elif (at := _answer_at(p, q)) is not None and (needle := _needle(p["context"], at)):
+                    kinds["answerable"].append({**row, "needle": needle.strip(), "document": name,
+                                                "kind": "answerable"})
+    for article in load_articles("en", train_dir):
+        if split_of(article["title_en"]) == "test":
+            kinds["off-folder"] += [{"question": q["question"], "lang": "en", "id": q["id"], "refuse": True,
+                                     "kind": "off-folder"}
+                                    for p in article["paragraphs"] for q in p["qas"] if not q["is_impossible"]]
+    rng = random.Random(SEED)
+    rows = []
+    for kind, limit in LIMITS.items():
+        rows += rng.sample(kinds[kind], min(limit, len(kinds[kind])))
+    path = out / "questions.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lang", default="es")
+    ap.add_argument("--source", default="six", choices=("six", "first10"),
+                    help="six: the eval folder's six other topics; first10: the ten labelled training articles")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
-    path = build(args.lang, args.out)
+    path = build_first10(args.out) if args.source == "first10" else build(args.lang, args.out)
     print(f"{path}: {sum(1 for _ in path.open(encoding='utf-8'))} questions")
     return 0
 

