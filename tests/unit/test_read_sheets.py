@@ -102,7 +102,7 @@ def budget_xlsxwriter(path: Path) -> bytes:
 def test_a_workbook_reads_as_rows_with_their_headers_real_numbers_and_displayed_values(tmp_path):
     doc = sheets.read(budget_openpyxl(tmp_path / "budget.xlsx"), "budget.xlsx", "xlsx", LIMITS)
     check(doc)
-    assert doc.kind == "xlsx" and doc.version == sheets.VERSIONS["xlsx"] == "xlsx-1" and doc.title == "budget"
+    assert doc.kind == "xlsx" and doc.version == sheets.VERSIONS["xlsx"] == "xlsx-2" and doc.title == "budget"
     assert [s.path for s in doc.sections] == [("Budget",), ("Notes",)]  # the hidden sheet is not read
     text, place = line_of(doc, 4)
     assert text == "Month: March | Rent: 850 | Paid: TRUE | Share: 12.5% | Due: 2024-03-15 | Total: 1700"
@@ -359,3 +359,73 @@ def test_rows_per_second_for_100000_rows(tmp_path, capsys):
     assert "100,000 (max_chars)" in caught.value.reason and time.perf_counter() - start < 3
     with capsys.disabled():
         print("\n" + "\n".join(figures), file=sys.stderr)
+
+
+# --- the sheet's XML, read without openpyxl's cell objects ------------------------------------------------------
+
+
+def test_every_kind_of_cell_reads_as_openpyxl_read_it(tmp_path):
+    """Shared strings (rich text, entities), an inline string (its phonetic run left out), numbers in their
+    formats, a 1904 workbook's dates, formulas by their saved result, gaps between cells and rows, a merged
+    header, cells and rows without coordinates: each as openpyxl's reader gave them (the reader read its cells
+    through openpyxl until xlsx-2, which gives this test's lines too)."""
+    wb = xlsxwriter.Workbook(str(tmp_path / "kinds.xlsx"), {"date_1904": True})
+    ws = wb.add_worksheet("Kinds")
+    formats = ("0.0%", '"$"#,##0.00;[Red]("$"#,##0.00)', "d mmmm yyyy")
+    pct, money, day = (wb.add_format({"num_format": f}) for f in formats)
+    ws.merge_range("A1:B1", "Merged header", wb.add_format({"bold": True}))
+    ws.write_row(1, 0, ["Name", "Value"])
+    rows = [("percent", 0.1255, pct), ("money", -1234.5, money), ("date", dt.datetime(2024, 3, 15), day),
+            ("half up", 2.675, wb.add_format({"num_format": "0.00"})), ("general", 0.1 + 0.2, None)]
+    for r, (label, value, fmt) in enumerate(rows, start=2):
+        ws.write_string(r, 0, label)
+        ws.write_datetime(r, 1, value, fmt) if isinstance(value, dt.datetime) else ws.write_number(r, 1, value, fmt)
+    ws.write_string(7, 0, "error")
+    ws.write_formula(7, 1, "=1/0", None, "#DIV/0!")
+    ws.write_string(8, 0, "text result")
+    ws.write_formula(8, 1, '="a"&"b"', None, "ab")
+    ws.write_string(9, 0, "true")
+    ws.write_formula(9, 1, "=1=1", None, True)
+    ws.write_string(11, 0, "gap")  # row 11 is empty
+    ws.write_string(11, 3, "column D")  # C12 is empty
+    ws.write_string(12, 0, "rich")
+    ws.write_rich_string(12, 1, "plain ", wb.add_format({"bold": True}), "bold")
+    ws.write_string(13, 0, "Mar&ch <b>")
+    ws.write_string(14, 0, "escaped")
+    ws.write_string(14, 1, "x005F_x000D_ kept")
+    wb.close()
+
+    def change(xml: bytes) -> bytes:  # an inline string, a phonetic run, a row and cells without coordinates
+        xml = re.sub(rb'<c r="B15" t="s"><v>\d+</v></c>', b'<c t="inlineStr"><is><t xml:space="preserve"> in  line '
+                     b'</t><r><t>run</t></r><rPh sb="0" eb="1"><t>PH</t></rPh></is></c>', xml)
+        return re.sub(rb'<row r="16"', b"<row", xml)  # no row 16 yet: appended below
+    data = rezip(tmp_path / "kinds.xlsx", "xl/worksheets/sheet1.xml",
+                 lambda xml: change(xml).replace(b"</sheetData>", b'<row><c t="inlineStr"><is><t>last</t></is></c>'
+                                                                  b'<c t="b"><v>0</v></c></row></sheetData>'))
+    doc = sheets.read(data, "kinds.xlsx", "xlsx", LIMITS)
+    check(doc)
+    lines = {p.row: doc.text[p.start:p.end] for p in doc.places}
+    assert lines == {
+        1: "Merged header", 2: "Merged header: Name | Value", 3: "Merged header: percent | 12.6%",
+        4: "Merged header: money | ($1,234.50)", 5: "Merged header: date | 15 March 2024",
+        6: "Merged header: half up | 2.68", 7: "Merged header: general | 0.3", 8: "Merged header: error | #DIV/0!",
+        9: "Merged header: text result | ab", 10: "Merged header: true | TRUE", 12: "Merged header: gap | column D",
+        13: "Merged header: rich | plain bold", 14: "Merged header: Mar&ch <b>",
+        15: "Merged header: escaped | in line run", 16: "Merged header: last | FALSE"}
+    assert doc.place_of(*next((p.start, p.end) for p in doc.places if p.row == 12)) == "Kinds!A12:D12"
+    assert next(p for p in doc.places if p.row == 12).cells == ("gap", "", "", "column D")
+
+
+def test_a_shared_string_reads_as_openpyxl_reads_it():
+    """Its plain text and its runs' text, a run's phonetic reading left out, comments dropped, openpyxl's
+    "x005F_" removed (Excel's _xHHHH_ escapes are kept as they are)."""
+    xml = ('<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>plain</t></si>'
+           '<si><r><rPr><b/></rPr><t xml:space="preserve">Ma </t></r><r><t>rch</t></r><rPh sb="0" eb="1"><t>PH</t>'
+           '</rPh></si><si><t>Ap<!-- a comment -->ril</t></si><si><t>x005F_x000D_ _x000D_</t></si><si><t/></si>'
+           '<si><t>&amp;&#233;&lt;</t><r><t>+run</t></r></si></sst>')
+    from openpyxl.reader.strings import read_string_table
+
+    expected = ["plain", "Ma rch", "April", "x000D_ _x000D_", "", "&é<+run"]
+    assert sheets._read_shared_strings(io.BytesIO(xml.encode())) == expected
+    assert read_string_table(io.BytesIO(xml.encode())) == expected  # what openpyxl's own reading gives
+

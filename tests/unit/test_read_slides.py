@@ -119,7 +119,7 @@ def _span(doc, passage: str) -> tuple[int, int]:
 
 def test_one_section_and_place_per_slide(deck):
     doc = _read(deck)
-    assert doc.kind == "pptx" and doc.version == "pptx-1" and doc.pages == 6
+    assert doc.kind == "pptx" and doc.version == "pptx-2" and doc.pages == 6
     assert doc.title == "Household budget 2024"  # no core title: the first slide's
     assert [s.path for s in doc.sections] == [("Household budget 2024",), ("Rent",), ("Costs",), ("Savings plan",),
                                                ("Slide 5",), ("Who does what",)]
@@ -306,3 +306,39 @@ def test_time_for_a_50_slide_deck():
     took = time.perf_counter() - began
     print(f"\n50-slide deck ({len(data) / 1024:.0f} KB, {len(doc.text):,} chars) read in {took * 1000:.0f} ms")
     assert len(doc.places) == 50 and doc.place_of(*_span(doc, "Say more about topic 50.")) == "slide 50"
+
+
+def test_parts_stored_or_damaged_read_as_zipfile_reads_them(deck):
+    """A deck written without compression reads the same, and a part whose bytes do not match its CRC is
+    refused with zipfile's reason."""
+    stored = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(deck)) as src, zipfile.ZipFile(stored, "w", zipfile.ZIP_STORED) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info.filename))
+    assert _read(stored.getvalue()).text == _read(deck).text
+    info = zipfile.ZipFile(io.BytesIO(deck)).getinfo("ppt/slides/slide1.xml")
+    extra = struct.unpack_from("<H", deck, info.header_offset + 28)[0]
+    at = info.header_offset + 30 + len(info.filename.encode()) + extra  # where its deflated bytes start
+    flipped = deck[:at + 40] + bytes([deck[at + 40] ^ 0x55]) + deck[at + 41:]
+    with pytest.raises(Exception) as caught:
+        zipfile.ZipFile(io.BytesIO(flipped)).read("ppt/slides/slide1.xml")
+    assert _short(caught.value) in _reason(flipped)
+
+
+def _short(exc: Exception) -> str:
+    return slides._short(exc)
+
+
+def test_notes_are_cleaned_as_any_block():
+    prs = Presentation()
+    s = prs.slides.add_slide(prs.slide_layouts[1])
+    s.shapes.title.text = "Plan"
+    s.placeholders[1].text = "Point"
+    s.notes_slide.notes_text_frame.text = " notes\twith a tab \n\n second\u00a0line "
+    s = prs.slides.add_slide(prs.slide_layouts[1])
+    s.shapes.title.text = "Clean"
+    s.placeholders[1].text = "Point"
+    s.notes_slide.notes_text_frame.text = "Already clean.\nTwo lines."
+    doc = _read(_bytes(prs))
+    assert doc.text.split("\n\n") == ["Plan", "Point", "Notes: notes with a tab\nsecond line", "Clean", "Point",
+                                      "Notes: Already clean.\nTwo lines."]
