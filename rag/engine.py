@@ -150,7 +150,8 @@ class Engine:
         if self.judge is None or not settings.tuning.judge:
             return result
         t0 = time.perf_counter()
-        out = rerank(result, self.judge, settings.tuning.judge_top if top is None else top, within=within)
+        out = rerank(result, self.judge, settings.tuning.judge_top if top is None else top, within=within,
+                     order=settings.tuning.judge_order)
         out.timings_ms = {**out.timings_ms, "judge": (time.perf_counter() - t0) * 1000}
         return out
 

@@ -44,6 +44,8 @@ REFUSAL_PREFIX = "NO ANSWER"
 DEFAULT_THRESHOLD = 0.675
 # The word tests that may stay beside the judge (rag.deciding.rule.SupportRule.words_hold says what each does).
 JUDGE_RULES = ("names", "wordless", "subject", "codes")
+# How the judge's ranks order the rows it read: fused with retrieval's (reciprocal rank fusion), or its own.
+JUDGE_ORDERS = ("fused", "judge")
 SEARCH_READS = ("memory", "store")  # Server.search_reads
 FUSIONS = ("rrf", "minmax", "zscore")
 ANSWER_MODES = ("extractive", "llm")
@@ -98,6 +100,7 @@ class Tuning:
     judge_path: str = ""  # empty: the judge shipped with the package
     judge_languages: tuple[str, ...] = ()  # empty: those its model card says it was shown to read
     judge_top: int = 8
+    judge_order: str = "fused"
     judge_budget: float = 0.05
     judge_floor: float = 0.0
     judge_rules: tuple[str, ...] = JUDGE_RULES
@@ -312,6 +315,8 @@ def _check_tuning(t: Tuning) -> None:
         raise ValueError("calibration_floor must be at most calibration_ceiling, both cosine distances (0..2)")
     if unknown_rules := [r for r in t.judge_rules if r not in JUDGE_RULES]:
         raise ValueError(f"judge_rules: unknown {unknown_rules}; valid: {list(JUDGE_RULES)}")
+    if t.judge_order not in JUDGE_ORDERS:
+        raise ValueError(f"judge_order must be one of {list(JUDGE_ORDERS)}, got {t.judge_order!r}")
     if t.judge_top < 0 or not 0.0 <= t.judge_budget < 1.0:
         raise ValueError("judge_top must be 0 or more and judge_budget a share within 0..1 (exclusive)")
 

@@ -70,3 +70,22 @@ def test_the_pairs_are_seeded_and_read_back_from_their_cache_unchanged(made):
 def test_the_source_file_is_the_one_its_readme_describes():
     data = json.load(gzip.open(TRAIN_DIR / SOURCE))["data"]
     assert len(data) == 442 and sum(len(p["qas"]) for a in data for p in a["paragraphs"]) == 130_319
+
+
+def test_the_held_out_folder_of_the_ten_labelled_articles_is_what_its_doc_says(tmp_path):
+    from lab.heldout import build_first10, first10_articles
+    from lab.judge_data import SPLITS, load_articles, split_of
+
+    rows = [json.loads(x) for x in build_first10(tmp_path).read_text(encoding="utf-8").splitlines()]
+    kinds = {k: [r for r in rows if r["kind"] == k] for k in ("answerable", "near-miss", "off-folder")}
+    assert [len(v) for v in kinds.values()] == [200, 100, 100]
+    labelled = {q["id"]: q for a in first10_articles() for p in a["paragraphs"] for q in p["qas"]}
+    assert all(labelled[r["id"]]["is_impossible"] for r in kinds["near-miss"])
+    assert all(not labelled[r["id"]]["is_impossible"] for r in kinds["answerable"])
+    docs = {p.name: p.read_text(encoding="utf-8") for p in (tmp_path / "docs").iterdir()}
+    assert len(docs) == 10 and all(r["needle"] in docs[r["document"]] for r in kinds["answerable"])
+    test_ids = {q["id"] for a in load_articles("en") if split_of(a["title_en"]) == "test"
+                for p in a["paragraphs"] for q in p["qas"]}
+    assert all(r["id"] in test_ids and r["id"] not in labelled for r in kinds["off-folder"])
+    # None of the ten is a dev article the judge trains or is chosen on (the relevance pairs skip them: above).
+    assert not {a["title"] for a in first10_articles()} & {a for v in SPLITS.values() for a in v}
