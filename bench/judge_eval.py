@@ -104,12 +104,12 @@ def collect(lang: str, out: Path, engine, limit: int = 0, questions: Path | None
 
 
 def configured(base, name: str):
-    """(settings, judged) for a configuration name; `judged` is "order" for `rerank` (the judge's order, the
-    word tests deciding)."""
+    """(settings, ordered, judged) for a configuration name: whether the rows are in the judge's order, and
+    whether it decides (`rerank`: its order, the word tests deciding)."""
     if name == "words":
-        return base.replace(judge=False), False
+        return base.replace(judge=False), False, False
     if name == "rerank":
-        return base.replace(judge=False), "order"
+        return base.replace(judge=False), True, False
     s = base
     head, _, changes = name.partition(":")
     if head.startswith("judge-"):
@@ -118,7 +118,7 @@ def configured(base, name: str):
     for kv in filter(None, changes.split(",")):
         k, v = kv.split("=", 1)
         s = s.replace(**{k if k.startswith("judge_") else f"judge_{k}": v})
-    return s, True
+    return s, True, True
 
 
 def fused_order(result):
@@ -147,11 +147,12 @@ def shipped_order(result, top: int | None = None, order: str = "fused"):
 def run(lang: str, data: dict, engine, config: str, ids: dict[str, str], heldout: str | None = None) -> list[dict]:
     """Each question's row under one configuration, split by its article (`lab.heldout.row_split` on the
     held-out folder)."""
-    s, judged = configured(engine.settings, config)
-    ordered = bool(judged)  # in the judge's order ("order": that alone, the word tests deciding)
-    judged = judged is True
-    unrelated = {q: shipped_order(r, s.tuning.judge_top, s.tuning.judge_order) if ordered else fused_order(r)
-                 for q, r in data["unrelated"].items()}
+    s, ordered, judged = configured(engine.settings, config)
+
+    def order(r):
+        return shipped_order(r, s.tuning.judge_top, s.tuning.judge_order) if ordered else fused_order(r)
+
+    unrelated = {q: order(r) for q, r in data["unrelated"].items()}
     saved, engine.settings = engine.settings, s
     if not judged:
         judge, engine.judge = engine.judge, None
@@ -163,7 +164,7 @@ def run(lang: str, data: dict, engine, config: str, ids: dict[str, str], heldout
             engine.judge = judge
     rows = []
     for q, result in zip(data["questions"], data["results"]):
-        result = shipped_order(result, s.tuning.judge_top, s.tuning.judge_order) if ordered else fused_order(result)
+        result = order(result)
         qlang = q.get("lang") or lang
         rule = calibration.rule(qlang, s.tuning.min_support, s.tuning.close_support, s.tuning.ramp_support,
                                 s.tuning.judge_rules if judged else ())
