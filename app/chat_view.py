@@ -38,7 +38,7 @@ MARKDOWN = rag.Markup(value=md_escape, strong=lambda text: f"**{md_escape(text)}
 # The background of a row's verdict cells, by the gate's verdict.
 VERDICT_COLOUR = {rag.KEPT: "background-color: #e3f1e6", rag.CAPPED: "background-color: #fbf0d9", rag.OVER: "",
                   rag.UNSUPPORTED: "background-color: #f6e3e3", rag.OFF_SUBJECT: "background-color: #f6e3e3",
-                  rag.JUDGED_OUT: "background-color: #f6e3e3"}
+                  rag.JUDGED_OUT: "background-color: #f6e3e3", rag.WEIGHED_OUT: "background-color: #f6e3e3"}
 
 FUSED_HELP = {
     "zscore": "Each side's score as standard deviations above that side's mean over its candidates, weighted "
@@ -51,6 +51,7 @@ FUSION_NAME = {"zscore": "z-scores", "minmax": "min-max scaled scores", "rrf": "
 COLUMNS = ["fused", "score", "dense", "BM25", "distance", "margin", "support", "needs", "lacks", "document",
            "section", "preview", "verdict"]
 JUDGE_COLUMNS = ["judge", "judge rank"]  # first, when the judge read the rows
+MODEL_COLUMNS = ["likely"]  # first, when the support model weighed the rows (a language it reads)
 SIDE_COLUMNS = ["multilingual", "multi distance"]  # after BM25's, when the multilingual side was searched
 COLUMN_KINDS = ("number", "text", "progress")
 NO_RANK = "–"  # a side that did not return the row (a null cell would read "None")
@@ -151,6 +152,7 @@ def _row(c: rag.Candidate, verdict: str, gated: rag.Gated) -> dict:
         # in a number column reads "None" (Streamlit shows no Styler's na_rep there).
         "judge": NO_RANK if c.judge is None else f"{c.judge:.2f}",
         "judge rank": _rank(c.judge_rank),
+        "likely": c.supported,
         "fused": c.fused_rank,
         "score": c.fused_score,
         "dense": _rank(c.dense_rank),
@@ -179,13 +181,15 @@ def retrieval_table(gated: rag.Gated, result: rag.SearchResult) -> Table:
     """The table of every candidate with its ranks, distance, support and verdict. The judge's columns
     come first when the judge read the rows, and are left out when it did not (judge off)."""
     judged = any(c.judge is not None for c in gated.candidates)
-    columns = (JUDGE_COLUMNS if judged else []) + COLUMNS
+    weighed = any(c.supported is not None for c in gated.candidates)
+    columns = (JUDGE_COLUMNS if judged else []) + (MODEL_COLUMNS if weighed else []) + COLUMNS
     if any(c.side_distance is not None for c in gated.candidates):
         at = columns.index("BM25") + 1
         columns = columns[:at] + SIDE_COLUMNS + columns[at:]
     rows = [{k: v for k, v in _row(c, verdict, gated).items() if k in columns}
             for c, verdict in zip(gated.candidates, gated.verdicts)]
-    coloured = ["verdict", "distance", "margin"] + (["judge"] if gated.rule.judging else ["support"])
+    coloured = ["verdict", "distance", "margin"] + (["judge"] if gated.rule.judging else
+                                                    ["likely"] if gated.rule.modelling else ["support"])
     return Table(rows=rows, columns=columns, config=_columns(gated, result),
                  colours=[VERDICT_COLOUR[v] for v in gated.verdicts], coloured=coloured)
 
@@ -202,6 +206,13 @@ def _columns(gated: rag.Gated, result: rag.SearchResult) -> dict[str, Column]:
                     "It orders the rows; the word tests decide for this question's language."))),
         "judge rank": Column("text", "judge rank", dict(
             width="small", help="Rank by the judge's score: the order of the rows")),
+        "likely": Column("progress", f"likely (≥ {rule.model_cut:.2f})" if rule.modelling else "likely", dict(
+            min_value=0.0, max_value=1.0, format="%.2f", width="small",
+            help="The support model's probability that the passage answers: it weighs the passage's closeness in "
+                 "meaning (the multilingual model reads this language), its BM25 score and the share of the "
+                 "question's words it holds, each against the best row. "
+                 + (f"It decides here: {rule.model_cut:.2f} or more passes (calibrated on this folder)."
+                    if rule.modelling else "The judge decides for this question."))),
         "fused": Column("number", "fused", dict(
             help="Rank after fusing the dense and BM25 sides (the order before the judge)", width="small")),
         "score": Column("number", "score", dict(
@@ -242,6 +253,7 @@ def _columns(gated: rag.Gated, result: rag.SearchResult) -> dict[str, Column]:
         "verdict": Column("text", "verdict", dict(
             help=f"kept (at most {gated.max_chunks}) / under threshold, over cap / over threshold / "
                  "judged not to answer (the judge's score under its cut) / "
+                 "unlikely to answer (the support model's probability under its cut) / "
                  "lacks the question's words (the support test) / lacks the earlier question's "
                  "subject (a follow-up's passage holding none of the words of the question it follows)")),
     }
@@ -260,6 +272,10 @@ def evidence_caption(gated: rag.Gated, result: rag.SearchResult) -> str:
     """
     rule = gated.rule
     said = f"Evidence: cosine distance ≤ {gated.threshold:.3f}; {md_escape(rag.evidence_rule(rule))}."
+    if rule.modelling:
+        return (f"{said} The support model weighs each row (column \"likely\"): its closeness in meaning, its BM25 "
+                f"score and the question's words it holds.{across_note(gated)} Words looked for: "
+                + (md_escape(", ".join(result.terms)) or "none") + unknown_names_note(result))
     if rule.judging:
         return (f"{said} The rows the judge read come first, ordered by its ranks fused with retrieval's; a row it "
                 f"did not read (–) cannot be cited.{across_note(gated)}" + unknown_names_note(result))

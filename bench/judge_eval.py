@@ -5,7 +5,8 @@ default settings, searches every question once with the judge reading the candid
 shipped unrelated questions once as the calibration does. Everything after that is re-gated from those
 searches, without searching again, for each configuration asked (`--configs`):
 
-- `words`: today's gate without the judge (fused order, the word tests, calibrated as before);
+- `words`: the gate without the judge or the support model (fused order, the word tests, calibrated as before);
+- `model`: the support model deciding for the languages it reads (rag.deciding.support_model), the words elsewhere;
 - `rerank`: the judge's order (its ranks fused with retrieval's), the word tests deciding;
 - `judge`: the judge's order and score, with the word tests in `judge_rules` beside it;
 - `judge-<rule>`: the same without one of those rules (to retire what the judge makes redundant);
@@ -70,7 +71,7 @@ def engine_for(lang: str, out: Path, embedder, judge: dict, folder: Path | None 
     name = folder.name if folder else "squad"
     folder = folder or SQUAD / lang
     settings = load_settings(config=out / "none.toml", env={}, folder=folder / "docs",
-                             index_dir=out / f"idx-{name}-{lang}", **{"judge": True, **judge})
+                             index_dir=out / f"idx-{name}-{lang}", **{"judge": True, "support_model": True, **judge})
     return rag.Engine(settings, embedder=embedder)
 
 
@@ -105,12 +106,16 @@ def collect(lang: str, out: Path, engine, limit: int = 0, questions: Path | None
 
 def configured(base, name: str):
     """(settings, ordered, judged) for a configuration name: whether the rows are in the judge's order, and
-    whether it decides (`rerank`: its order, the word tests deciding)."""
+    whether it decides (`rerank`: its order, the word tests deciding). Only `model` lets the support model
+    decide (for the languages it reads)."""
     if name == "words":
-        return base.replace(judge=False), False, False
+        return base.replace(judge=False, support_model=False), False, False
+    if name.startswith("model"):  # "model:floor=0.6": its floor changed
+        floor = name.partition("floor=")[2]
+        return base.replace(judge=False, support_model=True, **({"model_floor": floor} if floor else {})), False, False
     if name == "rerank":
-        return base.replace(judge=False), True, False
-    s = base
+        return base.replace(judge=False, support_model=False), True, False
+    s = base.replace(support_model=False)
     head, _, changes = name.partition(":")
     if head.startswith("judge-"):
         dropped = head[len("judge-"):]
@@ -124,7 +129,8 @@ def configured(base, name: str):
 def fused_order(result):
     """The result as retrieval alone ranked it (the judge's scores dropped)."""
     cands = sorted(result.candidates, key=lambda c: c.fused_rank)
-    return dataclasses.replace(result, candidates=[dataclasses.replace(c, judge=None, judge_rank=None) for c in cands],
+    return dataclasses.replace(result, candidates=[dataclasses.replace(c, judge=None, judge_rank=None, supported=None)
+                                                       for c in cands],
                                judged=0)
 
 
@@ -149,8 +155,12 @@ def run(lang: str, data: dict, engine, config: str, ids: dict[str, str], heldout
     held-out folder)."""
     s, ordered, judged = configured(engine.settings, config)
 
+    model = engine.support_model if s.tuning.support_model else None
+
     def order(r):
-        return shipped_order(r, s.tuning.judge_top, s.tuning.judge_order) if ordered else fused_order(r)
+        r = shipped_order(r, s.tuning.judge_top, s.tuning.judge_order) if ordered else fused_order(r)
+        # Weighed here, not when searched: the cached searches serve every model (its inputs are on the rows).
+        return model.scored(r) if model is not None else r
 
     unrelated = {q: order(r) for q, r in data["unrelated"].items()}
     saved, engine.settings = engine.settings, s

@@ -64,13 +64,18 @@ def row_split(article: str) -> str:
     return "heldout" if split_of(article) == "test" else "heldout-seen"
 
 
-def build(lang: str, out: Path, train_dir: Path = TRAIN_DIR) -> Path:
-    """Write `out/docs/*.md` and `out/questions.jsonl`; returns the questions file."""
+def build(lang: str, out: Path, train_dir: Path = TRAIN_DIR, articles: tuple[str, ...] = ARTICLES,
+          off_from: tuple[str, ...] | None = None, limits: dict[str, int] = LIMITS) -> Path:
+    """Write `out/docs/*.md` and `out/questions.jsonl`; returns the questions file. `articles`: the folder's
+    (SQuAD's English titles); `off_from`: the articles whose answerable questions are its off-folder ones
+    (None: every other); `limits`: at most so many questions of each kind (seeded sampling)."""
     docs = out / "docs"
     docs.mkdir(parents=True, exist_ok=True)
     kinds: dict[str, list[dict]] = {k: [] for k in LIMITS}
     for article in load_articles(lang, train_dir):
-        mine = article["title_en"] in ARTICLES
+        mine = article["title_en"] in articles
+        if not mine and off_from is not None and article["title_en"] not in off_from:
+            continue
         name = _file_name(article["title_en"])
         if mine:
             paragraphs = [p["context"].strip() for p in article["paragraphs"]]
@@ -90,7 +95,7 @@ def build(lang: str, out: Path, train_dir: Path = TRAIN_DIR) -> Path:
                                                 "kind": "answerable"})
     rng = random.Random(SEED)
     rows = []
-    for kind, limit in LIMITS.items():
+    for kind, limit in limits.items():
         found = kinds[kind]
         rows += rng.sample(found, min(limit, len(found)))
     path = out / "questions.jsonl"

@@ -53,8 +53,8 @@ from rag.indexing.embed import Embedder, load_embedder  # noqa: E402
 from rag.engine import Engine  # noqa: E402
 from rag.deciding.explain import Markup, ceiled, evidence_rule, explain, floored  # noqa: E402
 from rag.deciding.gate import Gated, gate  # noqa: E402
-from rag.deciding.rule import (ACROSS, CAPPED, DISTANCE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT, OVER,  # noqa: E402
-                               SUPPORT, UNSUPPORTED, SupportRule)
+from rag.deciding.rule import (ACROSS, CAPPED, DISTANCE, EMPTY, JUDGE, JUDGED_OUT, KEPT, MODEL, OFF_SUBJECT,  # noqa: E402
+                               OVER, SUPPORT, UNSUPPORTED, WEIGHED_OUT, SupportRule)
 from rag.searching.search import Candidate, SearchResult  # noqa: E402
 from rag.settings import Settings, load_settings  # noqa: E402
 from rag.indexing.uploads import UploadConflict, UploadError  # noqa: E402
@@ -66,7 +66,7 @@ from rag.reading.viewer import Located, ViewerError  # noqa: E402
 __all__ = [
     "Engine", "Settings", "load_settings", "Embedder", "load_embedder", "make_generator",
     "gate", "Gated", "SupportRule", "ACROSS", "CAPPED", "DISTANCE", "EMPTY", "JUDGE", "JUDGED_OUT", "KEPT", "OFF_SUBJECT",
-    "OVER", "SUPPORT", "UNSUPPORTED",
+    "OVER", "SUPPORT", "UNSUPPORTED", "MODEL", "WEIGHED_OUT",
     "explain", "evidence_rule", "Markup", "ceiled", "floored",
     "Answer", "Candidate", "Citation", "SearchResult", "unwrap", "Located", "ViewerError", "UploadConflict",
     "UploadError", "FORMATS", "format_names",

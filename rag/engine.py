@@ -41,6 +41,7 @@ from rag.deciding.evidence import weighed
 from rag.deciding.gate import Gated, gate
 from rag.deciding.rule import GATE_RULES, NO_SUPPORT_TEST, SupportRule
 from rag.deciding.judge import JUDGE_DIR, Judge, load_judge, rerank
+from rag.deciding.support_model import SupportModel, load_support_model
 from rag.indexing.indexer import EMBED_GROUP, FileOutcome, Indexer, Progress, SyncReport, languages_of
 from rag.text.lexical import LANGUAGE_NAMES
 from rag.text.languages import question_language
@@ -118,6 +119,8 @@ class Engine:
         self._unrelated_vectors: dict[str, np.ndarray] | None = None
         self.judge_error = ""  # why the judge could not be loaded ("" when it was, or is off)
         self.judge: Judge | None = self._load_judge()
+        self.model_error = ""  # why the support model could not be loaded ("" when it was, or is off)
+        self.support_model: SupportModel | None = self._load_support_model()
         # The multilingual side (rag.indexing.multilingual), None when it is off.
         self.side: MultilingualEmbedder | None = (side or load_multilingual()) if settings.tuning.multilingual else None
         # The write-group size is read from this module when the engine opens, so a caller that sets
@@ -143,10 +146,21 @@ class Engine:
             self.judge_error = f"the judge could not be loaded ({e}); the word tests decide"
             return None
 
+    def _load_support_model(self) -> SupportModel | None:
+        if not self.settings.tuning.support_model:
+            return None
+        try:
+            return load_support_model()
+        except (OSError, ValueError, KeyError) as e:  # a missing or broken model: the word tests decide, and say so
+            self.model_error = f"the support model could not be loaded ({e}); the word tests decide"
+            return None
+
     def _judged(self, result: SearchResult, settings: Settings, top: int | None = None,
                 within: float | None = None) -> SearchResult:
-        """The result reordered by the judge (its first `top` candidates; `within`: only those at or under
-        that distance), or as it is when the judge is off."""
+        """The result weighed by the support model (for a language it reads) and reordered by the judge (its
+        first `top` candidates; `within`: only those at or under that distance), or as it is when both are off."""
+        if self.support_model is not None and settings.tuning.support_model:
+            result = self.support_model.scored(result)
         if self.judge is None or not settings.tuning.judge:
             return result
         t0 = time.perf_counter()
@@ -359,6 +373,7 @@ class Engine:
                tuple(self.embedder.languages), sorted(self._languages), self._main_language(),
                questions_digest(), GATE_RULES, word_rules(), FEEDBACK_VERSION, self.indexer.content_key,
                self.judge.stamp if self.judge else "", tuple(self.judge.languages) if self.judge else (),
+               self.support_model.stamp if self.support_model else "",
                self.side.name if self.side else "",
                s.server.search_reads]  # (the store's HNSW may miss a row memory finds)
         return hashlib.sha1(repr(key).encode("utf-8")).hexdigest()
@@ -420,6 +435,7 @@ class Engine:
                        fingerprint: str = "") -> Calibration:
         """A calibration of this folder with the gate settings in `s` (the bench varies them)."""
         judging = self.judge is not None and s.tuning.judge
+        modelling = self.support_model is not None and s.tuning.support_model
         return calibrate(search, self._calibration_vectors(), fingerprint=fingerprint,
                          min_support=s.tuning.min_support, close_support=s.tuning.close_support,
                          budget=s.tuning.calibration_budget, floor=s.tuning.calibration_floor,
@@ -428,6 +444,8 @@ class Engine:
                          judge_langs=tuple(self.judge.languages) if judging else (),
                          judge_budget=s.tuning.judge_budget, judge_floor=s.tuning.judge_floor,
                          judge_rules=s.tuning.judge_rules, across_ceiling=s.tuning.across_ceiling,
+                         model_langs=tuple(self.support_model.languages) if modelling else (),
+                         model_floor=s.tuning.model_floor,
                          subject_share=s.tuning.subject_share, min_topic=s.tuning.min_topic)
 
     def _calibration_vectors(self, interrupt: Callable[[], bool] | None = None) -> dict[str, np.ndarray]:

@@ -105,6 +105,11 @@ class Tuning:
     judge_floor: float = 0.0
     judge_rules: tuple[str, ...] = JUDGE_RULES
     calibration_judge_top: int = 3
+    # The support model (rag.deciding.support_model): off. On, it decides for the languages it reads (Portuguese,
+    # Spanish) where the judge does not, its cut calibrated as the judge's (judge_budget, judge_rules) over
+    # `model_floor`. Measured, the word tests beat it there (docs/gate.md, "The support model").
+    support_model: bool = False
+    model_floor: float = 0.5  # its cut is never under this (calibrated alone, 0.20, it let more near misses through)
     # Large folders (rag.indexing.vectors) and the store's HNSW index.
     hnsw_ef_search: int = 400
     graph_above: int = 50_000

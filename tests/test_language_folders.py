@@ -5,6 +5,7 @@ which calibration judged. Real parts: the real MiniLM model, real Chroma stores 
 
 from __future__ import annotations
 
+import rag
 from rag.text.lexical import fold, question_stop_words, stop_words
 
 from tests.test_refusals import indexed_folder
@@ -75,3 +76,34 @@ def test_a_spanish_folder_is_searched_in_spanish_and_no_spanish_stopword_is_a_mi
         refused = engine.ask(question)
         assert refused.result.language == "es" and refused.answer.refused, question
         assert not {fold(w) for c in refused.result.candidates for w in c.missing} & spanish, question
+
+
+def test_with_the_support_model_on_a_spanish_question_is_decided_by_its_probability_and_a_refusal_names_it(
+        make_engine, tmp_path):
+    # Off by default (docs/gate.md: the word tests beat it); on, it weighs every row of a Spanish question, its
+    # cut is calibrated on this folder (never under model_floor), and the table, the rule and a refusal say so.
+    folder = tmp_path / "piso"
+    folder.mkdir()
+    for file, text in SPANISH.items():
+        (folder / file).write_text(text, encoding="utf-8")
+    engine = make_engine(folder, index_dir=tmp_path / "idx", support_model=True, model_floor=0.3)
+    engine.sync()
+    assert engine.support_model is not None and engine.support_model.reads("es")
+    cut = engine.calibrated().rule("es", 0.5, 0.2).model_cut
+    assert cut is not None and cut >= 0.3
+
+    turn = engine.ask("¿Cuánto es la renta mensual del piso?")
+    assert turn.gated.rule.modelling and all(c.supported is not None for c in turn.result.candidates)
+    assert turn.gated.kept and "980 euros" in turn.gated.kept[0].content, refusal_sentence(turn.gated)
+    assert turn.gated.kept[0].supported >= cut
+    assert "the support model decides: a probability of" in rag.evidence_rule(turn.gated.rule)
+    english = engine.ask("What is the capital of Peru?")
+    assert all(c.supported is None for c in english.result.candidates)  # it reads Portuguese and Spanish only
+
+    # A floor no passage reaches: the passages close enough are refused, and the refusal says by what.
+    strict = make_engine(folder, index_dir=tmp_path / "idx2", support_model=True, model_floor=0.999)
+    strict.sync()
+    refused = strict.ask("¿Cuánto es la renta mensual del piso?")
+    assert not refused.gated.kept and refused.gated.because == rag.MODEL
+    assert refusal_sentence(refused.gated).startswith(
+        'NO ANSWER: the passages under cosine distance') and "against 1.00 in Spanish)" in refusal_sentence(refused.gated)

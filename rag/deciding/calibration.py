@@ -223,6 +223,9 @@ class LanguageCalibration:
     # of this language met a passage in another, so the folder holds none: the strictest of the others applies).
     across_cut: float | None = None
     across_passing: int = 0  # unrelated questions a passage in another language would answer at that cut
+    # The support model's cut for this language (None: it does not decide for it), chosen as the judge's is.
+    model_cut: float | None = None
+    model_passing: int = 0
 
     def describe(self) -> str:
         """One line for the screen: what the calibrated value means."""
@@ -232,7 +235,7 @@ class LanguageCalibration:
                f"questions would pass (budget {self.budget:.0%} for each kind: everyday, general knowledge)")
         if self.bound == "ceiling":
             out += ("; that is the highest value allowed: fewer unrelated questions than the budget would pass at "
-                    f"any distance ({'the judge refuses' if self.judge_cut is not None else 'the word tests refuse'} "
+                    f"any distance ({'the judge refuses' if self.judge_cut is not None else 'the support model refuses' if self.model_cut is not None else 'the word tests refuse'} "
                     "the others), so the distance decides little here")
         elif self.bound:
             out += f"; held at the {self.bound}"
@@ -241,6 +244,9 @@ class LanguageCalibration:
         if self.judge_cut is not None:
             out += (f"; judge cut {self.judge_cut:.2f}, which {self.judge_passing} of {self.questions} unrelated "
                     "questions' best passages reach")
+        elif self.model_cut is not None:
+            out += (f"; support model cut {self.model_cut:.2f}, which {self.model_passing} of {self.questions} "
+                    "unrelated questions' best passages reach")
         if self.across_cut is not None:
             out += (f"; a passage in another language is judged by its multilingual distance, at most "
                     f"{self.across_cut:.3f}, where {self.across_passing} of {self.questions} would pass")
@@ -265,9 +271,13 @@ class Calibration:
         cuts = [c.judge_cut for c in self.languages.values() if c.judge_cut is not None]
         cut = mine.judge_cut if mine is not None else max(cuts, default=None)
         rule = dataclasses.replace(rule, across_cut=self.across_cut(lang))
-        if cut is None:
+        if cut is not None:
+            return dataclasses.replace(rule, judge_cut=cut, judge_rules=tuple(judge_rules), judge_lang=lang)
+        models = [c.model_cut for c in self.languages.values() if c.model_cut is not None]
+        model = mine.model_cut if mine is not None else max(models, default=None)
+        if model is None:
             return rule
-        return dataclasses.replace(rule, judge_cut=cut, judge_rules=tuple(judge_rules), judge_lang=lang)
+        return dataclasses.replace(rule, model_cut=model, judge_rules=tuple(judge_rules), model_lang=lang)
 
     def across_cut(self, lang: str) -> float | None:
         """The multilingual cut for a question language's passages in other languages; for a language without
@@ -353,7 +363,8 @@ def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: st
               close_support: float, budget: float, floor: float, ceiling: float,
               close_percentile: float = 0.0, rise_percentile: float = 1.0,
               ramp_support: float | None = None, judge_langs: Sequence[str] = (), judge_budget: float = 0.05,
-              judge_floor: float = 0.0, judge_rules: Sequence[str] = (),
+              judge_floor: float = 0.0, judge_rules: Sequence[str] = (), model_langs: Sequence[str] = (),
+              model_floor: float = 0.0,
               across_ceiling: float = 0.8, subject_share: float = Tuning.subject_share,
               min_topic: int = Tuning.min_topic) -> Calibration:
     """Search every unrelated question of every language once and choose each language's threshold and
@@ -390,6 +401,16 @@ def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: st
             cut = judge_cut(best, judge_budget, judge_floor)
             judge_passing = sum(1 for b in best if b + 1e-9 >= cut)
             rule = dataclasses.replace(rule, judge_cut=cut, judge_rules=tuple(judge_rules), judge_lang=lang)
+        model, model_passing = None, 0
+        if lang in model_langs and cut is None:  # the support model decides where the judge does not
+            # As the threshold: the budget holds for each kind of question, and the strictest cut is kept.
+            best = [max((c.supported for c in r.candidates if c.supported is not None), default=-math.inf)
+                    for r, t in zip(results, topics) if t not in excluded]
+            of_kind = [k for k, t in zip(kinds, topics) if t not in excluded]
+            model = max(judge_cut([b for b, k in zip(best, of_kind) if k == kind], judge_budget, model_floor)
+                        for kind in dict.fromkeys(of_kind))
+            model_passing = sum(1 for b in best if b + 1e-9 >= model)
+            rule = dataclasses.replace(rule, model_cut=model, judge_rules=tuple(judge_rules), model_lang=lang)
         across, across_passing = None, 0
         reach = [across_distance(r) for r in results]
         if any(math.isfinite(x) for x, t in zip(reach, topics) if t not in excluded):
@@ -413,7 +434,7 @@ def calibrate(search: Search, vectors: dict[str, np.ndarray], *, fingerprint: st
         passing = sum(1 for i in measured if values[i] <= t)
         languages[lang] = LanguageCalibration(lang, t, close, budget, len(measured), passing, excluded, bound,
                                               rise, None if rise is None else ceiling, cut, judge_passing,
-                                              across, across_passing)
+                                              across, across_passing, model, model_passing)
         points += [{"lang": lang, "kind": kind, "topic": topic, "question": q, "evidence": v, "nearest": n}
                    for kind, (topic, q), v, n in zip(kinds, qs, values, nearest)]
     return Calibration(fingerprint, min_support, languages, points, time.time(), time.perf_counter() - t0)

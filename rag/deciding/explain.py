@@ -10,7 +10,7 @@ no threshold would, and what an empty or still-indexing folder says. `explain(ga
 why one candidate was kept or not (`Explanation.passage`).
 
 The text builders are here too: the refusal sentences (`refusal_text`, `unsupported_text`, `absent_text`,
-`wordless_text`, `unnamed_text`, `off_subject_text`, `judged_text`, `other_language_hint`), the caution
+`wordless_text`, `unnamed_text`, `off_subject_text`, `judged_text`, `weighed_text`, `other_language_hint`), the caution
 beside an answer kept as close paraphrases (`paraphrase_text`), the evidence rule in words
 (`evidence_rule`, with its parts `relaxation_text`, `ramp_text`, `rising_text`; which test decides:
 `evidence_summary`) and the number formats they share (`quoted`, `floored`, `ceiled`, and `percent`, through
@@ -34,8 +34,8 @@ from typing import Callable, Mapping, Sequence
 
 from rag.deciding.citations import locator
 from rag.deciding.gate import Gated
-from rag.deciding.rule import (ABSENT, ACROSS, CAPPED, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT, OFF_SUBJECT,
-                               UNNAMED, UNSUPPORTED, WORDLESS, WORDS, SupportRule)
+from rag.deciding.rule import (ABSENT, ACROSS, CAPPED, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT, MODEL,
+                               OFF_SUBJECT, UNNAMED, UNSUPPORTED, WEIGHED_OUT, WORDLESS, WORDS, SupportRule)
 from rag.searching.search import Candidate
 from rag.settings import REFUSAL_PREFIX
 from rag.text.lexical import LANGUAGE_NAMES
@@ -48,6 +48,7 @@ _REASONS = {WORDLESS: "the question has no word of its own to look for",
             UNNAMED: "the passages close enough do not mention the name the question asks about",
             WORDS: "the passages close enough never mention the question's words",
             JUDGE: "the judge read the closest passages and none answers it",
+            MODEL: "the passages close enough do not support it",
             ACROSS: "no passage is close enough in meaning (they are in another language)"}
 _NO_PASSAGE = "nothing passed the threshold"  # the header when no candidate was under the threshold
 
@@ -134,6 +135,7 @@ def explain(gated: Gated, *, indexing: int = 0, lost_hint: str = LOST_HINT, add_
             needed = passing_threshold(gated.needed_threshold)
             threshold = (f"A threshold of {m.strong(f'{needed:.3f}')} would let {m.strong(s.doc_name)} through "
                          + ("(the nearest passage the judge says answers)." if rule.judging else
+                            "(the nearest passage the support model says answers)." if rule.modelling else
                             "(the nearest passage that holds the question's words)."))
         else:
             threshold = "No threshold would let a passage through: " + _no_threshold(gated, lost_hint, markup)
@@ -162,6 +164,9 @@ def _no_threshold(gated: Gated, lost_hint: str, markup: Markup = PLAIN) -> str:
                 f"{markup.strong(f'{gated.across_cut:.3f}')}.")
     if gated.rule.judging:
         return f"the judge, which reads the question with each passage, found none that answers it. {advice}"
+    if gated.rule.modelling:
+        return (f"the support model, which weighs each passage's closeness in meaning and its words, found none "
+                f"likely to answer it. {advice}")
     # Not a dead end: the likeliest cause is a paraphrase, which the person can mend.
     return ("none of the candidates holds enough of the question's words (and the names it writes, and a "
             f"follow-up's subject). {advice}")
@@ -203,6 +208,8 @@ def refusal_sentence(gated: Gated) -> str | None:
         return absent_text(q, gated.names)
     if because == JUDGE:
         return judged_text(t, q, gated.judge_best, gated.rule.judge_cut, gated.rule.judge_lang)
+    if because == MODEL:
+        return weighed_text(t, q, gated.model_best, gated.rule.model_cut, gated.rule.model_lang)
     if because == UNNAMED:
         return unnamed_text(t, q, gated.names, earlier=gated.earlier)
     if because == ELSEWHERE:
@@ -226,6 +233,10 @@ def passage_text(gated: Gated, c: Candidate) -> str:
         score = "it did not read it" if c.judge is None else f"its score is {c.judge:.2f}"
         return (f"{close}, but the judge, which reads the question and the passage together, found it does not "
                 f"answer: {score}, under the cut of {gated.rule.judge_cut:.2f}.")
+    if verdict == WEIGHED_OUT:
+        score = "it did not weigh it" if c.supported is None else f"its probability is {c.supported:.2f}"
+        return (f"{close}, but the support model, which weighs its closeness in meaning and its words, found it "
+                f"unlikely to answer: {score}, under the cut of {gated.rule.model_cut:.2f}.")
     if verdict == UNSUPPORTED and c.absent_names:
         return (f"{close}, but the question names {', '.join(c.absent_names)}, which the folder never mentions: "
                 "no passage is evidence for it.")
@@ -435,6 +446,18 @@ def judged_text(threshold: float, question: str, best: float, cut: float, lang: 
             f'"{question}" ({score}; {name} needs {cut:.2f} or more)')
 
 
+def weighed_text(threshold: float, question: str, best: float, cut: float, lang: str) -> str:
+    """The refusal when passages were close enough but the support model found none likely to answer.
+
+    >>> weighed_text(0.8, "Quem fundou Fresno?", 0.314, 0.45, "pt")
+    'NO ANSWER: the passages under cosine distance 0.800 do not support "Quem fundou Fresno?" (best 0.31 against 0.45 in Portuguese)'
+    """
+    name = LANGUAGE_NAMES.get(lang, lang) or "this question's language"
+    best_text = f"best {best:.2f}" if math.isfinite(best) else "none weighed"
+    return (f'{REFUSAL_PREFIX}: the passages under cosine distance {threshold:.3f} do not support "{question}" '
+            f"({best_text} against {cut:.2f} in {name})")
+
+
 def evidence_rule(rule: SupportRule) -> str:
     """What a passage under the threshold needs besides its distance, in words, for the screen and the CLI.
 
@@ -456,6 +479,12 @@ def evidence_rule(rule: SupportRule) -> str:
         beside = [_JUDGE_RULE_TEXT[r] for r in rule.judge_rules if r in _JUDGE_RULE_TEXT]
         also = (", and " + "; ".join(beside)) if beside else ""
         return f"the judge decides: a score of {rule.judge_cut:.2f} or more{where}{also}{across}"
+    if rule.modelling:
+        name = LANGUAGE_NAMES.get(rule.model_lang, "")
+        where = f" (the cut calibrated for {name})" if name else " (the strictest calibrated cut: language unclear)"
+        beside = [_JUDGE_RULE_TEXT[r] for r in rule.judge_rules if r in _JUDGE_RULE_TEXT]
+        also = (", and " + "; ".join(beside)) if beside else ""
+        return f"the support model decides: a probability of {rule.model_cut:.2f} or more{where}{also}{across}"
     close = "".join(f", {x}" for x in (relaxation_text(rule), ramp_text(rule), rising_text(rule)) if x)
     return f"support at least {percent(rule.min_support, needed=True)}{close}{across}"
 
@@ -509,17 +538,20 @@ def evidence_summary(rules: Mapping[str, SupportRule]) -> str:
     for English questions, the judge, which reads the question and the passage together, finds that it answers;
     for Portuguese questions, it holds enough of the question's own words (the support test)
     """
-    words = "it holds enough of the question's own words (the support test)"
-    judge = "the judge, which reads the question and the passage together, finds that it answers"
-    judged = [lang for lang, rule in rules.items() if rule.judging]
-    if not judged or len(judged) == len(rules):
-        return judge if judged else words
+    tests = {"judge": "the judge, which reads the question and the passage together, finds that it answers",
+             "model": "the support model, which weighs its closeness in meaning and its words, finds it likely to "
+                      "answer",
+             "words": "it holds enough of the question's own words (the support test)"}
+    by_test: dict[str, list[str]] = {}
+    for lang, rule in rules.items():
+        by_test.setdefault("judge" if rule.judging else "model" if rule.modelling else "words", []).append(lang)
+    if len(by_test) <= 1:
+        return tests[next(iter(by_test), "words")]
 
     def named(langs: Sequence[str]) -> str:
         return " and ".join(LANGUAGE_NAMES.get(x, x) for x in langs)
 
-    return (f"for {named(judged)} questions, {judge}; "
-            f"for {named([x for x in rules if x not in judged])} questions, {words}")
+    return "; ".join(f"for {named(langs)} questions, {tests[t]}" for t, langs in by_test.items())
 
 
 def paraphrase_text(best: float, min_support: float, missing: Sequence[str]) -> str:

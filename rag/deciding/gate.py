@@ -57,9 +57,9 @@ import math
 from dataclasses import dataclass
 
 from rag.deciding.citations import Citation, cite
-from rag.deciding.rule import (ABSENT, ACROSS, CAPPED, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT,
-                               NO_SUPPORT_TEST, OFF_SUBJECT, OVER, SUPPORT, UNNAMED, UNSUPPORTED, WORDLESS, WORDS,
-                               SupportRule, lacked_by_all)
+from rag.deciding.rule import (ABSENT, ACROSS, CAPPED, DISTANCE, ELSEWHERE, EMPTY, JUDGE, JUDGED_OUT, KEPT, MODEL,
+                               NO_SUPPORT_TEST, OFF_SUBJECT, OVER, SUPPORT, UNNAMED, UNSUPPORTED, WEIGHED_OUT,
+                               WORDLESS, WORDS, SupportRule, lacked_by_all)
 from rag.searching.search import Candidate, SearchResult
 
 
@@ -95,6 +95,7 @@ class Gated:
     near_languages: tuple[str, ...] = ()
     folder_languages: tuple[str, ...] = ()
     judge_best: float = -math.inf  # JUDGE: the best score among the passages judged out (-inf: none read)
+    model_best: float = -math.inf  # MODEL: the support model's best probability among the passages weighed out
     across_best: float = math.inf  # ACROSS: the smallest multilingual distance among the passages
 
     @property
@@ -149,9 +150,10 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
         if not across and c.distance > threshold:
             verdicts.append(OVER)
         elif not across and not rule.words_pass(c):
-            if rule.judging:
+            if rule.scoring:
                 off = "subject" in rule.judge_rules and rule.off_subject(c)
-                verdicts.append(JUDGED_OUT if rule.words_hold(c) else OFF_SUBJECT if off else UNSUPPORTED)
+                out = JUDGED_OUT if rule.judging else WEIGHED_OUT
+                verdicts.append(out if rule.words_hold(c) else OFF_SUBJECT if off else UNSUPPORTED)
                 continue
             # Lacking its own words says more than lacking the subject: the verdict names that first.
             own = c.support + 1e-9 >= rule.needed_by(c) or bool(c.codes)
@@ -168,8 +170,10 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
     closest_supported = min(supported, key=rule.needed_distance, default=None)
     failed, missing, because, data = None, (), "", {}
     if not kept:
-        near = [c for c, v in zip(result.candidates, verdicts) if v in (UNSUPPORTED, OFF_SUBJECT, JUDGED_OUT)]
+        near = [c for c, v in zip(result.candidates, verdicts)
+                if v in (UNSUPPORTED, OFF_SUBJECT, JUDGED_OUT, WEIGHED_OUT)]
         judged_out = [c for c, v in zip(result.candidates, verdicts) if v == JUDGED_OUT]
+        weighed_out = [c for c, v in zip(result.candidates, verdicts) if v == WEIGHED_OUT]
         elsewhere = [c for c, v in zip(result.candidates, verdicts) if v == OFF_SUBJECT]
         if closest is None:
             failed = EMPTY
@@ -193,7 +197,11 @@ def gate(result: SearchResult, threshold: float, max_chunks: int = 4, rule: Supp
             elif rule.judging and judged_out:
                 because = JUDGE
                 data = {"judge_best": max((c.judge for c in judged_out if c.judge is not None), default=-math.inf)}
-            elif unnamed := [c for c in near if c.lacks_names and (rule.judging or c.support + 1e-9 >= rule.needed_by(c))]:
+            elif rule.modelling and weighed_out:
+                because = MODEL
+                data = {"model_best": max((c.supported for c in weighed_out if c.supported is not None),
+                                          default=-math.inf), "language": result.language}
+            elif unnamed := [c for c in near if c.lacks_names and (rule.scoring or c.support + 1e-9 >= rule.needed_by(c))]:
                 # Some held enough of the question's words, but not the name it asks about (or, for a
                 # follow-up, the earlier question's number: "And for juniors?" after Level 2's price, and
                 # the Level 1 passage, which is on the subject).

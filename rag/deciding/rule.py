@@ -38,9 +38,13 @@ OFF_SUBJECT = "lacks the earlier question's subject"
 JUDGED_OUT = "judged not to answer"
 
 
+WEIGHED_OUT = "unlikely to answer"  # the support model's probability under its cut
+
+
 # Names the version of the tests below: a change to them recalibrates every folder (part of the calibration's
 # fingerprint), since the calibrated threshold is chosen with them.
-GATE_RULES = ("support-10: the judge decides for the languages it reads, with the word tests in judge_rules "
+GATE_RULES = ("support-11: the support model decides for the languages it reads and the judge does not, as the judge does; "
+              "the judge decides for the languages it reads, with the word tests in judge_rules "
               "beside it; between the close distance and the rise the share needed grows; far out the share "
               "needed rises to every word; a measure word is held by a value of it; a follow-up's subject may "
               "be held by the passage's document; a name the folder never mentions fails every passage (an "
@@ -58,6 +62,9 @@ WORDLESS, ABSENT, ELSEWHERE, UNNAMED, WORDS = "wordless", "absent name", "off su
 
 
 JUDGE = "judge"
+
+
+MODEL = "support model"
 
 
 ACROSS = "another language"  # DISTANCE: every candidate is in another language, and none is close enough
@@ -114,6 +121,11 @@ class SupportRule:
     judge_cut: float | None = None
     judge_rules: tuple[str, ...] = JUDGE_RULES
     judge_lang: str = ""
+    # When set and the judge does not decide: the support model (rag.deciding.support_model) decides instead
+    # of the word share, for a language it reads: a passage passes when its probability is at or over this
+    # cut (calibrated per folder and language) and the word tests named in `judge_rules` hold.
+    model_cut: float | None = None
+    model_lang: str = ""
     # The multilingual distance a passage in another language than the question's must be at or under (None:
     # such a passage is judged as any other: the multilingual side is off, or nothing calibrated it).
     across_cut: float | None = None
@@ -136,6 +148,20 @@ class SupportRule:
 
     def judge_passes(self, c: Candidate) -> bool:
         return c.judge is not None and self.judge_cut is not None and c.judge + 1e-9 >= self.judge_cut
+
+    @property
+    def modelling(self) -> bool:
+        """Whether the support model's probability decides (the judge does not, and it reads the language)."""
+        return self.model_cut is not None and not self.judging
+
+    def model_passes(self, c: Candidate) -> bool:
+        return c.supported is not None and self.model_cut is not None and c.supported + 1e-9 >= self.model_cut
+
+    @property
+    def scoring(self) -> bool:
+        """Whether a model's score decides (the judge's or the support model's), with the word tests of
+        `judge_rules` beside it, instead of the word share."""
+        return self.judging or self.modelling
 
     @property
     def relaxes(self) -> bool:
@@ -188,8 +214,9 @@ class SupportRule:
 
     def words_pass(self, c: Candidate) -> bool:
         """The support test proper (the question's words, or the judge), whatever the passage's language."""
-        if self.judging:
-            return self.words_hold(c) and (self.judge_passes(c) or ("codes" in self.judge_rules and bool(c.codes)))
+        if self.scoring:
+            scored = self.judge_passes(c) if self.judging else self.model_passes(c)
+            return self.words_hold(c) and (scored or ("codes" in self.judge_rules and bool(c.codes)))
         # Both are part of the support test: with none (min_support 0, `NO_SUPPORT_TEST`) neither applies.
         if self.min_support > 0 and (c.absent_names or c.lacks_names or self.off_subject(c)):
             return False
@@ -222,8 +249,8 @@ class SupportRule:
     def holds_in_full(self, c: Candidate) -> bool:
         """It holds the full share of the question's words (or a code it names), not only a close
         paraphrase's."""
-        if self.judging or (self.reads_across(c) and self.across_passes(c)):
-            return self.passes(c)  # the judge (or the multilingual side) read it whole: no paraphrase caution
+        if self.scoring or (self.reads_across(c) and self.across_passes(c)):
+            return self.passes(c)  # a model (or the multilingual side) weighed it whole: no paraphrase caution
         return bool(c.codes) or c.support + 1e-9 >= self.min_support
 
 

@@ -138,6 +138,9 @@ class Candidate:
     # more in its fused score (rag.searching.fusion), and the gate reads its multilingual distance, not MiniLM's, nor
     # the question's words (rag.deciding.gate).
     across: bool = False
+    # The support model's probability that this passage answers (rag.deciding.support_model), for a question in
+    # a language it reads; None otherwise.
+    supported: float | None = None
 
     @property
     def lacking(self) -> tuple[str, ...]:
