@@ -118,3 +118,21 @@ def test_the_retrieval_table_shows_the_models_probability_first_when_it_weighed_
     assert table.columns[0] == "likely" and [x["likely"] for x in table.rows] == [0.62, 0.1]
     assert "likely" in table.coloured and table.config["likely"].label == "likely (≥ 0.45)"
     assert "likely" not in retrieval_table(gate(result(row(1, 0.4)), 0.8, 4, SupportRule(0.5)), result(row(1, 0.4))).columns
+
+
+def test_training_fits_the_informative_signal_the_same_way_twice_and_the_saved_model_scores_alike(tmp_path):
+    from lab.train_support import answer_or_near_miss, fit
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(400, len(FEATURES)))
+    side = FEATURES.index("side distance")
+    y = (x[:, side] + 0.5 * rng.normal(size=400) < -0.5).astype(float)  # closer in meaning: the answer
+    a, b = fit(x, y, ("pt", "es")), fit(x, y, ("pt", "es"))
+    assert a == b and a.stamp == b.stamp  # deterministic: no seed to forget
+    assert a.coef[side] < 0 and abs(a.coef[side]) == max(abs(c) for c in a.coef)
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(a.to_json()), encoding="utf-8")
+    assert np.allclose(load_support_model(path).scores_rows(x), a.scores_rows(x))
+    # Question by question: two answerable questions (rows 0-1, 2-3) and one near miss (rows 4-5).
+    p, labels, q = np.array([0.9, 0.1, 0.2, 0.7, 0.5, 0.3]), np.array([1, 0, 0, 1, 0, 0.0]), np.array([0, 0, 1, 1, -3, -3])
+    assert answer_or_near_miss(p, labels, q) == 1.0  # 0.9 and 0.7 both over the near miss's 0.5
