@@ -473,18 +473,14 @@ def evidence_rule(rule: SupportRule) -> str:
     """
     across = (f"; a passage in another language: multilingual distance ≤ {rule.across_cut:.3f} and the names the "
               "question writes" if rule.across_cut is not None else "")
-    if rule.judging:
-        name = LANGUAGE_NAMES.get(rule.judge_lang, "")
+    if rule.scoring:  # a model's score decides: the judge's, or the support model's
+        lang, cut = (rule.judge_lang, rule.judge_cut) if rule.judging else (rule.model_lang, rule.model_cut)
+        name = LANGUAGE_NAMES.get(lang, "")
         where = f" (the cut calibrated for {name})" if name else " (the strictest calibrated cut: language unclear)"
         beside = [_JUDGE_RULE_TEXT[r] for r in rule.judge_rules if r in _JUDGE_RULE_TEXT]
         also = (", and " + "; ".join(beside)) if beside else ""
-        return f"the judge decides: a score of {rule.judge_cut:.2f} or more{where}{also}{across}"
-    if rule.modelling:
-        name = LANGUAGE_NAMES.get(rule.model_lang, "")
-        where = f" (the cut calibrated for {name})" if name else " (the strictest calibrated cut: language unclear)"
-        beside = [_JUDGE_RULE_TEXT[r] for r in rule.judge_rules if r in _JUDGE_RULE_TEXT]
-        also = (", and " + "; ".join(beside)) if beside else ""
-        return f"the support model decides: a probability of {rule.model_cut:.2f} or more{where}{also}{across}"
+        what = "the judge decides: a score" if rule.judging else "the support model decides: a probability"
+        return f"{what} of {cut:.2f} or more{where}{also}{across}"
     close = "".join(f", {x}" for x in (relaxation_text(rule), ramp_text(rule), rising_text(rule)) if x)
     return f"support at least {percent(rule.min_support, needed=True)}{close}{across}"
 
