@@ -27,7 +27,7 @@ app: install
 test: install
 	bash scripts/install-browser.sh
 	bash scripts/install-ocr.sh
-	$(BIN)/pytest -q -p no:cacheprovider --durations=15
+	$(BIN)/pytest -q -p no:cacheprovider --durations=15 -n 2 --dist loadfile --no-loadscope-reorder
 
 # `python -m` puts the repository on the path, so `-p` finds the guard: the doctests run under it too.
 check: install

@@ -64,6 +64,9 @@ from rag.reading.viewer import Located, ViewerError, locate
 
 # The unrelated questions' multilingual vectors, by model name (`Engine._calibration_side_vectors`).
 _UNRELATED_SIDE: dict[str, dict[str, np.ndarray]] = {}
+# The unrelated questions' MiniLM embeddings, by the embedder that made them (its id, and the object itself: an id
+# is only unique while its object lives, and holding it keeps it alive).
+_UNRELATED_DENSE: dict[int, tuple[Embedder, dict[str, np.ndarray]]] = {}
 
 
 @dataclass(frozen=True)
@@ -116,7 +119,6 @@ class Engine:
         self._calibration_lock = threading.Lock()
         self._calibration_path = settings.index_path / "calibration.json"
         self.calibration: Calibration | None = Calibration.load(self._calibration_path)
-        self._unrelated_vectors: dict[str, np.ndarray] | None = None
         self.judge_error = ""  # why the judge could not be loaded ("" when it was, or is off)
         self.judge: Judge | None = self._load_judge()
         self.model_error = ""  # why the support model could not be loaded ("" when it was, or is off)
@@ -449,12 +451,18 @@ class Engine:
                          subject_share=s.tuning.subject_share, min_topic=s.tuning.min_topic)
 
     def _calibration_vectors(self, interrupt: Callable[[], bool] | None = None) -> dict[str, np.ndarray]:
-        """The unrelated questions' embeddings: computed once per process (they depend only on the model)."""
-        if self._unrelated_vectors is None:
-            self._unrelated_vectors = {
-                lang: _embed_interruptibly(self.embedder.embed_batch, [q for _, q in unrelated_questions(lang)], interrupt)
-                for lang in CALIBRATED_LANGUAGES}
-        return self._unrelated_vectors
+        """The unrelated questions' embeddings: computed once per process and model, not per engine (they depend
+        only on the model and the shipped questions; the app opens an engine per workspace, the tests hundreds,
+        and each embedding of the 800 took seconds). Read-only: they are shared."""
+        held = _UNRELATED_DENSE.get(id(self.embedder))
+        if held is None or held[0] is not self.embedder:
+            vectors = {lang: _embed_interruptibly(self.embedder.embed_batch, [q for _, q in unrelated_questions(lang)],
+                                                  interrupt)
+                       for lang in CALIBRATED_LANGUAGES}
+            for v in vectors.values():
+                v.flags.writeable = False
+            held = _UNRELATED_DENSE[id(self.embedder)] = (self.embedder, vectors)
+        return held[1]
 
     def _graph_probes(self, side: str, chunks: Sequence) -> np.ndarray | None:
         """Questions a new graph is checked with against the exact scan (rag.indexing.vectors): the opening words of

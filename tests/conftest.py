@@ -19,6 +19,22 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
 
 
+# The files that take longest (real servers, browsers, killed processes, many model loads), longest first. `make test`
+# runs the suite on two workers, a file to a worker (`-n 2 --dist loadfile --no-loadscope-reorder`), handing out the
+# files in collection order: these first, so that the last ones handed out are short and both workers end together.
+# Without xdist the order changes nothing: every file still runs whole, its module fixtures once.
+LONGEST_FIRST = ["test_refusals.py", "test_engine.py", "test_hardening.py", "test_browser.py", "test_answer.py",
+                 "test_crash.py", "test_app.py", "test_served.py", "test_queue.py", "test_viewer.py", "test_judge.py",
+                 "test_large.py", "test_consistency.py", "test_formats.py", "test_viewer_browser.py",
+                 "test_multilingual.py", "test_formats_browser.py"]
+
+
+def pytest_collection_modifyitems(session, config, items):
+    tests = Path(__file__).resolve().parent
+    rank = {tests / name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(str(item.path)), len(rank)))  # stable: the rest keep their order
+
+
 @pytest.fixture(scope="session")
 def embedder():
     return rag.load_embedder()
@@ -26,7 +42,9 @@ def embedder():
 
 @pytest.fixture
 def make_engine(tmp_path, embedder):
-    """make_engine(folder=None, **settings) -> a real Engine; the folder defaults to tmp_path/'docs'."""
+    """make_engine(folder=None, **settings) -> a real Engine; the folder defaults to tmp_path/'docs'. On the
+    session's model its calibrations embed nothing again (the engine keeps the unrelated questions' embeddings
+    once per process and model)."""
     made = []
 
     def make(folder: Path | None = None, **overrides) -> Engine:

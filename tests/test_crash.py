@@ -108,30 +108,30 @@ print("SYNCED " + json.dumps({"indexed": sorted(o.path for o in report.outcomes 
 print("FOUND " + json.dumps(state(engine)), flush=True)
 """
 
-CHECKER = """
-import json, sys
-from collections import Counter
-from rag import Engine, load_settings
-argv = [a for a in sys.argv[1:] if a != "--sync"]
-extra = dict(chroma_host=argv[2], chroma_port=int(argv[3]), collection_prefix=argv[4]) if len(argv) > 2 else {}
-engine = Engine(load_settings(env={}, folder=argv[0], index_dir=argv[1], **extra))
-if "--sync" in sys.argv:
-    engine.sync()
-records = {r.doc_id: r for r in engine.documents()}
-store_ids = [c.id for c in engine.store.all_chunks()]
-store_docs = Counter(c.doc_id for c in engine.store.all_chunks())
-snap = Counter(c.doc_id for c in engine.snapshot.chunks)
-answer = engine.ask("Which valve code is in document 17?", threshold=2.0)
-print(json.dumps({
-    "records": {d: [r.status, r.chunks, r.path] for d, r in records.items()},
-    "store_ids": store_ids,
-    "store_docs": store_docs,
-    "snapshot_ids": [c.id for c in engine.snapshot.chunks],
-    "snapshot_docs": snap,
-    "lexical_size": engine.snapshot.lexical.size,
-    "answer_docs": [c.doc_name for c in answer.gated.citations],
-}))
-"""
+def check(folder: Path, index: Path, embedder) -> dict:
+    """What an engine opened on the index finds: records, Chroma's chunks, the BM25 snapshot, an answer. Opened in
+    this process (on the session's model) and closed again, so that the next `rag` process can write the index."""
+    from collections import Counter
+
+    from rag import Engine, load_settings
+
+    engine = Engine(load_settings(env={}, folder=folder, index_dir=index), embedder=embedder)
+    try:
+        records = {r.doc_id: r for r in engine.documents()}
+        stored = engine.store.all_chunks()
+        answer = engine.ask("Which valve code is in document 17?", threshold=2.0)
+        return {
+            "records": {d: [r.status, r.chunks, r.path] for d, r in records.items()},
+            "store_ids": [c.id for c in stored],
+            "store_docs": Counter(c.doc_id for c in stored),
+            "snapshot_ids": [c.id for c in engine.snapshot.chunks],
+            "snapshot_docs": Counter(c.doc_id for c in engine.snapshot.chunks),
+            "lexical_size": engine.snapshot.lexical.size,
+            "answer_docs": [c.doc_name for c in answer.gated.citations],
+        }
+    finally:
+        engine.close()
+
 
 N_DOCS = 60  # 80 chunks: with GROUP, five write groups of 12 documents (16 chunks) and a rest
 GROUP = 16  # chunks per write group in the crash test's indexers (rag.engine.EMBED_GROUP, set in the child)
@@ -147,13 +147,6 @@ def write_folder(folder: Path) -> None:
     folder.mkdir(parents=True)
     for i in range(N_DOCS):
         (folder / f"doc-{i:03d}.md").write_text(doc_text(i), encoding="utf-8")
-
-
-def run(script: str, *args: str, timeout: int = 600) -> dict:
-    out = subprocess.run([sys.executable, "-c", "import json\n" + script, *args], capture_output=True, text=True,
-                         timeout=timeout, cwd=ROOT)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def step(folder: Path, index: Path, store: dict, kill: dict | None) -> tuple[int, list[dict], dict | None]:
@@ -283,7 +276,7 @@ def test_sigkill_mid_indexing_at_several_points_loses_nothing(tmp_path, store_ar
 
 
 @pytest.mark.slow
-def test_rebuild_from_the_folder_restores_ids_statuses_and_answers(tmp_path):
+def test_rebuild_from_the_folder_restores_ids_statuses_and_answers(tmp_path, embedder):
     folder, index = tmp_path / "docs", tmp_path / "index"
     write_folder(folder)
     (folder / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
@@ -291,13 +284,13 @@ def test_rebuild_from_the_folder_restores_ids_statuses_and_answers(tmp_path):
     rag = [sys.executable, "-m", "rag.cli"]
     subprocess.run(rag + ["index"], env=env, check=True, capture_output=True, cwd=ROOT, timeout=600)
     assert (index / "RAG_INDEX").is_file()  # what lets --rebuild delete it
-    before = run(CHECKER, str(folder), str(index))
+    before = check(folder, index, embedder)
     ask = subprocess.run(rag + ["ask", "Which valve code is in document 17?", "--json"], env=env, check=True,
                          capture_output=True, text=True, cwd=ROOT, timeout=300)
     out = subprocess.run(rag + ["index", "--rebuild"], env=env, check=True, capture_output=True, text=True,
                          cwd=ROOT, timeout=600)
     assert "indexed" in out.stdout
-    after = run(CHECKER, str(folder), str(index))
+    after = check(folder, index, embedder)
     assert sorted(before["store_ids"]) == sorted(after["store_ids"])
     assert before["records"] == after["records"]
     assert any(r[0] == "failed" and r[2] == "broken.pdf" for r in after["records"].values())
