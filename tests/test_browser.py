@@ -39,6 +39,7 @@ LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", 
                "--disable-dev-shm-usage"]
 START_TIMEOUT = 180  # model load and the first sync of the folder, on a shared 2-core machine
 UI_TIMEOUT_MS = 60_000
+ANSWER_TIMEOUT_MS = 300_000  # a turn's answer, drawn while the app may be indexing and calibrating (`ask_again`)
 QUEUE_TIMEOUT = 600  # seconds for files to be indexed (a big PDF, the sample folder) on a shared, busy 2-core machine
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 # expect() has its own default timeout (5 s), which page.set_default_timeout does not change: the queue
@@ -373,7 +374,9 @@ def ask_again(page: Page, question: str) -> float:
     box.fill(question)
     box.press("Enter")
     sent = time.perf_counter()
-    expect(messages).to_have_count(before + 2, timeout=UI_TIMEOUT_MS * 2)
+    # What this asserts is that the turn is drawn, not how fast: a question asked as a file is dropped waits on the
+    # app's indexing and calibration, which `make test`'s second worker shares the two cores with (seen: over 120 s).
+    expect(messages).to_have_count(before + 2, timeout=ANSWER_TIMEOUT_MS)
     expect(messages.nth(before)).to_contain_text(question)
     expect(messages.last.get_by_text(re.compile(r"Retrieval: \d+ candidates"))).to_be_visible()
     return sent
