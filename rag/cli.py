@@ -233,8 +233,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"reads {format_names()} ({', '.join(sorted(SUPPORTED))})")
     if missing := ocr_missing():
         print(missing)
-    if engine.indexer.side_error:
-        print(engine.indexer.side_error)
+    for error in (engine.indexer.side_error, engine.judge_error, engine.model_error):  # a model that did not load
+        if error:
+            print(error)
     calibration = engine.calibrated()
     for lang in (calibration.languages if calibration else ()):
         print(f"threshold {calibration.languages[lang].describe()}")

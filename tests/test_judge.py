@@ -238,3 +238,22 @@ def test_a_language_the_judge_does_not_read_falls_back_to_the_word_tests(make_en
     assert JUDGED_OUT not in turn.gated.verdicts
     pt = engine.threshold_choice("Em que dia é cozido o forno?").rule
     assert pt.judging and pt.judge_lang == "pt"
+
+
+def test_a_judge_that_cannot_be_loaded_leaves_the_words_deciding_and_rag_status_says_why(make_engine, tmp_path,
+                                                                                           capsys, monkeypatch):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "kiln.md").write_text(KILN, encoding="utf-8")
+    broken = tmp_path / "judge"
+    broken.mkdir()
+    (broken / "README.md").write_text("no weights here", encoding="utf-8")
+    engine = make_engine(folder, judge=True, judge_path=str(broken))
+    engine.sync()
+    assert engine.judge is None and engine.judge_error.startswith("the judge could not be loaded (")
+    turn = engine.ask("On which day is the kiln fired?")
+    # The word tests decided: no row was read by a judge.
+    assert not turn.gated.rule.judging and all(c.judge is None for c in turn.result.candidates)
+    monkeypatch.setattr("rag.cli._engine", lambda args, folder=None: engine)
+    assert cli_main(["--folder", str(folder), "status"]) == 0
+    assert engine.judge_error in capsys.readouterr().out
