@@ -34,6 +34,11 @@ chat = ChatSession(st.session_state["turns"], lambda q: engine.threshold_choice(
 # Read first, so that files attached in the chat are indexed (and reported) before the question is asked.
 prompt = st.chat_input("Ask a question about your documents (you can attach files too)",
                        accept_file="multiple", key="chat")  # any type: see ui_files.add_documents
+# Streamlit gives a chat input's value to one run only, and the next run (a drop finishing its upload) can cut
+# this one short before the turn is stored: the question waits in the session until it is (tests/test_app.py).
+if prompt is not None:
+    st.session_state["asking"] = prompt
+prompt = st.session_state.get("asking")
 prompt_text = ((prompt if isinstance(prompt, str) else prompt.text) or "").strip() if prompt is not None else ""
 prompt_files = [] if prompt is None or isinstance(prompt, str) else list(prompt.files or [])
 
@@ -64,6 +69,8 @@ with st.sidebar:
 
 now = Controls(threshold, int(max_chunks), mode)
 attached = ui_files.handle_uploads(ws, prompt_files, source="chat") if prompt_files else []
+if not prompt_text:
+    st.session_state.pop("asking", None)  # files alone: handled
 
 
 def search(question: str, history: list[str]) -> rag.SearchResult:
@@ -157,7 +164,13 @@ if prompt_text:
     waited = bool(waiting) and ui_files.wait_for(ws, waiting)
     if waiting and not waited:
         st.info(view.STILL_INDEXING, icon=":material/hourglass_top:")
-    chat.ask(prompt_text, search(prompt_text, chat.history()), candidates, now)
+    try:
+        result = search(prompt_text, chat.history())
+    except Exception:
+        st.session_state.pop("asking", None)  # asked, and failed: shown once, not again on every run
+        raise
+    chat.ask(prompt_text, result, candidates, now)
+    st.session_state.pop("asking", None)
     if chat.redraw(waited, ui.threshold_set() is not None, choice.value,
                    lambda: engine.threshold_choice(prompt_text).value):
         st.rerun()
