@@ -286,7 +286,8 @@ def evidence_caption(gated: rag.Gated, result: rag.SearchResult) -> str:
     said_why = "; ".join(why)
     calibrated = (f" {said_why[:1].upper()}{said_why[1:]}." if why else
                   " No lower share for close passages until the folder is calibrated.")
-    judged = " The judge does not read this language well: the word tests decide." if result.judged else ""
+    judged = (" The rows the judge read come first, ordered by its ranks fused with retrieval's; the word tests "
+              "decide." if result.judged else "")
     return (f"{said}{calibrated}{judged}{across_note(gated)} Words looked for: "
             + (md_escape(", ".join(result.terms)) or "none") + unknown_names_note(result))
 

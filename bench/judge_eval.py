@@ -7,7 +7,8 @@ searches, without searching again, for each configuration asked (`--configs`):
 
 - `words`: the gate without the judge or the support model (fused order, the word tests, calibrated as before);
 - `model`: the support model deciding for the languages it reads (rag.deciding.support_model), the words elsewhere;
-- `rerank`: the judge's order (its ranks fused with retrieval's), the word tests deciding;
+- `rerank`: the judge's order (its ranks fused with retrieval's), the word tests deciding; `rerank:weight=2`: its ranks
+  weigh twice retrieval's in that fusion;
 - `judge`: the judge's order and score, with the word tests in `judge_rules` beside it;
 - `judge-<rule>`: the same without one of those rules (to retire what the judge makes redundant);
 - `judge:budget=0.05` etc.: one setting changed (`judge:top=5`: as if the judge read only the first 5 rows).
@@ -113,7 +114,7 @@ def configured(base, name: str):
     if name.startswith("model"):  # "model:floor=0.6": its floor changed
         floor = name.partition("floor=")[2]
         return base.replace(judge=False, support_model=True, **({"model_floor": floor} if floor else {})), False, False
-    if name == "rerank":
+    if name.startswith("rerank"):  # "rerank:weight=2": the judge's ranks weigh twice retrieval's in the fusion
         return base.replace(judge=False, support_model=False), True, False
     s = base.replace(support_model=False)
     head, _, changes = name.partition(":")
@@ -134,7 +135,7 @@ def fused_order(result):
                                judged=0)
 
 
-def shipped_order(result, top: int | None = None, order: str = "fused"):
+def shipped_order(result, top: int | None = None, order: str = "fused", weight: float = 1.0):
     """The judged rows in the order the engine ships (searches cached before an order change stay usable).
     `top`: as if the judge had read only the first `top` rows of the fused order (`judge_top`; the cache's
     searches read 20), the others following unscored in fused order."""
@@ -147,18 +148,19 @@ def shipped_order(result, top: int | None = None, order: str = "fused"):
         rank = {i: r for r, i in enumerate(by_score, start=1)}
         read = [dataclasses.replace(c, judge_rank=rank[i]) for i, c in enumerate(read)]
     rest = unread + [c for c in result.candidates if c.judge is None]
-    return dataclasses.replace(result, candidates=judged_order(read, order=order) + rest)
+    return dataclasses.replace(result, candidates=judged_order(read, order=order, weight=weight) + rest)
 
 
 def run(lang: str, data: dict, engine, config: str, ids: dict[str, str], heldout: str | None = None) -> list[dict]:
     """Each question's row under one configuration, split by its article (`lab.heldout.row_split` on the
     held-out folder)."""
     s, ordered, judged = configured(engine.settings, config)
+    weight = float(config.partition("weight=")[2] or 1.0) if config.startswith("rerank") else 1.0
 
     model = engine.support_model if s.tuning.support_model else None
 
     def order(r):
-        r = shipped_order(r, s.tuning.judge_top, s.tuning.judge_order) if ordered else fused_order(r)
+        r = shipped_order(r, s.tuning.judge_top, s.tuning.judge_order, weight) if ordered else fused_order(r)
         # Weighed here, not when searched: the cached searches serve every model (its inputs are on the rows).
         return model.scored(r) if model is not None else r
 

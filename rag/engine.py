@@ -137,7 +137,7 @@ class Engine:
         self.queue = self.indexer.queue
 
     def _load_judge(self) -> Judge | None:
-        if not self.settings.tuning.judge:
+        if not (self.settings.tuning.judge or self.settings.tuning.judge_rerank):
             return None
         try:
             judge = load_judge(self.settings.tuning.judge_path or str(JUDGE_DIR))
@@ -158,13 +158,18 @@ class Engine:
             return None
 
     def _judged(self, result: SearchResult, settings: Settings, top: int | None = None,
-                within: float | None = None) -> SearchResult:
+                within: float | None = None, ordering: bool = True) -> SearchResult:
         """The result weighed by the support model (for a language it reads) and reordered by the judge (its
-        first `top` candidates; `within`: only those at or under that distance), or as it is when both are off."""
+        first `top` candidates; `within`: only those at or under that distance), or as it is when both are off.
+        `ordering` False: the judge reads the rows only where it decides (the calibration: the word tests'
+        calibration takes the nearest passing row, whatever the order, so ordering alone would only cost time)."""
         if self.support_model is not None and settings.tuning.support_model:
             result = self.support_model.scored(result)
-        if self.judge is None or not settings.tuning.judge:
+        t = settings.tuning
+        if self.judge is None or not (t.judge or (t.judge_rerank and ordering)):
             return result
+        if not t.judge and result.language not in self.judge.languages:
+            return result  # ordering only: the languages its card lists (in Portuguese its order lost R@1)
         t0 = time.perf_counter()
         out = rerank(result, self.judge, settings.tuning.judge_top if top is None else top, within=within,
                      order=settings.tuning.judge_order)
@@ -429,7 +434,7 @@ class Engine:
                                           weights=self.fusion_weights(s, question), vector=vector,
                                           side=self.side, side_vector=sides.get(question)), snapshot)
             return self._judged(found, s, top=min(s.tuning.judge_top, s.tuning.calibration_judge_top),
-                                within=s.tuning.calibration_ceiling)
+                                within=s.tuning.calibration_ceiling, ordering=False)
 
         return search
 

@@ -97,6 +97,9 @@ class Tuning:
     count_below: int = 1000
     # The judge (rag.deciding.judge): off by default, it does not beat the words on articles it never saw.
     judge: bool = False
+    # The judge ordering without deciding: the first `judge_top` rows of a question in a language its card lists
+    # go in its order fused with retrieval's, and the word tests decide (`judge` on: it also decides).
+    judge_rerank: bool = False
     judge_path: str = ""  # empty: the judge shipped with the package
     judge_languages: tuple[str, ...] = ()  # empty: those its model card says it was shown to read
     judge_top: int = 8

@@ -240,6 +240,36 @@ def test_a_language_the_judge_does_not_read_falls_back_to_the_word_tests(make_en
     assert pt.judging and pt.judge_lang == "pt"
 
 
+def test_ordering_alone_orders_the_languages_the_judge_reads_and_the_word_tests_decide(make_engine, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "kiln.md").write_text(KILN, encoding="utf-8")
+    engine = make_engine(folder, judge_rerank=True)
+    words = make_engine(folder, index_dir=tmp_path / "words-index")
+    assert engine.judge is not None and words.judge is None
+    read: list[int] = []
+    score = engine.judge.score
+    engine.judge.score = lambda q, passages: (read.append(len(passages)), score(q, passages))[1]
+    engine.sync()
+    words.sync()
+    # The word tests' calibration takes the nearest passing row whatever the order: the judge reads none of the
+    # 800 unrelated questions, and the thresholds are the words' own.
+    assert engine.calibrated().languages == words.calibrated().languages
+    assert read == []
+    turn = engine.ask("On which day is the kiln fired?")
+    assert read and turn.result.judged == min(engine.settings.tuning.judge_top, len(turn.result.candidates))
+    assert turn.result.candidates[0].judge_rank is not None and "every Thursday" in turn.result.candidates[0].content
+    assert not turn.gated.rule.judging and JUDGED_OUT not in turn.gated.verdicts  # the word share decides
+    assert rag.evidence_rule(turn.gated.rule).startswith("support at least 50%")
+    # The same rows as without the judge, in its order; the same passages kept or refused.
+    plain = words.ask("On which day is the kiln fired?")
+    assert {c.chunk_id for c in turn.result.candidates} == {c.chunk_id for c in plain.result.candidates}
+    assert turn.answer.refused == plain.answer.refused
+    # A question in a language its card does not list is left in retrieval's order.
+    pt = engine.search("Em que dia é cozido o forno?")
+    assert pt.judged == 0 and all(c.judge is None for c in pt.candidates)
+
+
 def test_a_judge_that_cannot_be_loaded_leaves_the_words_deciding_and_rag_status_says_why(make_engine, tmp_path,
                                                                                            capsys, monkeypatch):
     folder = tmp_path / "docs"

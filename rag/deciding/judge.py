@@ -252,7 +252,7 @@ def rerank(result: SearchResult, judge: Judge, top: int, question: str | None = 
                                judge_stamp=judge.stamp)
 
 
-def judged_order(scored: Sequence[Candidate], k: int = 60, order: str = "fused") -> list[Candidate]:
+def judged_order(scored: Sequence[Candidate], k: int = 60, order: str = "fused", weight: float = 1.0) -> list[Candidate]:
     """Candidates the judge read, given in retrieval's order, in the order that fuses the judge's ranks with
     retrieval's (reciprocal rank fusion): alone, the judge's order lost R@1 on SQuAD's English test articles
     (0.78 against the fused 0.81, sign test +13/-21); fused with it, none lost and the dev articles gained
@@ -269,4 +269,4 @@ def judged_order(scored: Sequence[Candidate], k: int = 60, order: str = "fused")
     if order == "judge":
         return [c for _, c in sorted(enumerate(scored), key=lambda ic: (ic[1].judge_rank or len(scored), ic[0]))]
     return [c for _, c in sorted(enumerate(scored), key=lambda ic: (
-        -(1 / (k + ic[0] + 1) + 1 / (k + (ic[1].judge_rank or len(scored)))), ic[0]))]
+        -(1 / (k + ic[0] + 1) + weight / (k + (ic[1].judge_rank or len(scored)))), ic[0]))]

@@ -200,9 +200,9 @@ def test_evidence_caption_words_the_rule_in_force_as_every_surface_does():
     flat = plain(view.evidence_caption(rag.gate(res, 0.5, 4, rag.SupportRule(0.5)), res))
     assert flat.startswith("Evidence: cosine distance ≤ 0.500; support at least 50%. No lower share for close "
                            "passages until the folder is calibrated.")
-    # A language the judge does not read: the word tests decide, and the caption says so.
+    # The judge ordering the rows without deciding (`judge_rerank`): the word tests decide, and the caption says so.
     judged = plain(view.evidence_caption(gated, result(row(1, 0.2), judged=3)))
-    assert "The judge does not read this language well: the word tests decide." in judged
+    assert "The rows the judge read come first, ordered by its ranks fused with retrieval's; the word tests decide." in judged
     assert "the judge decides" not in judged
 
 
