@@ -256,7 +256,8 @@ def judged_order(scored: Sequence[Candidate], k: int = 60, order: str = "fused",
     """Candidates the judge read, given in retrieval's order, in the order that fuses the judge's ranks with
     retrieval's (reciprocal rank fusion): alone, the judge's order lost R@1 on SQuAD's English test articles
     (0.78 against the fused 0.81, sign test +13/-21); fused with it, none lost and the dev articles gained
-    (0.76 -> 0.80). docs/judge.md.
+    (0.76 -> 0.80). docs/judge.md. `weight`: the judge's term times this (bench/judge_eval.py's
+    `rerank:weight=W`; 1 in the app: no other weight was chosen on the dev articles).
 
     >>> from rag.searching.search import Candidate
     >>> rows = [Candidate(f"c{i}", "d", "a.md", "", "", "", 0, 1, None, None, "text", i, 0.0, 0.3, i, i, 1.0,
