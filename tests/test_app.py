@@ -699,6 +699,33 @@ def test_a_question_whose_run_is_cut_short_is_still_asked_once(engine, monkeypat
     assert engine.searches == before + 1
 
 
+def test_a_question_whose_run_is_cut_short_before_the_page_reads_it_is_still_asked(engine, monkeypatch):
+    """The same, cut earlier: the next run can stop this one anywhere, also in the shared sidebar drawn before the
+    page reads its chat box (seen in `make test`: a question asked as a file was dropped never got its turn).
+    Streamlit resets the box's value when a run ends, read or not, so the page must keep it before any of its
+    own code runs."""
+    real = ui.folder_picker
+    cut: list[bool] = []
+
+    def picker_then_cut(*a, **kw):
+        if not cut and st.session_state.get("chat") is not None:  # the run the question came with
+            cut.append(True)
+            st.rerun()
+        return real(*a, **kw)
+
+    monkeypatch.setattr(ui, "folder_picker", picker_then_cut)
+    at = app().run()
+    before = engine.searches
+    at.chat_input[0].set_value(QUESTION).run()
+    assert not at.exception, at.exception
+    assert cut, "the run the question came with was not cut short: the test tests nothing"
+    assert [t["question"] for t in at.session_state["turns"]] == [QUESTION]
+    assert engine.searches == before + 1
+    at.run()
+    assert [t["question"] for t in at.session_state["turns"]] == [QUESTION]
+    assert engine.searches == before + 1
+
+
 def test_a_drop_runs_the_page_once_not_twice(engine, monkeypatch):
     # The queue panel runs the whole page again when its timed redraws need another interval (the queue
     # filled or emptied between two of them). A drop fills the queue before the panel is drawn, so the

@@ -709,7 +709,15 @@ def test_the_first_files_of_an_empty_folder_are_answered_at_the_threshold_they_c
              wait_upload=False)
         ask_again(tab, "What is the registry code of weather station 7?")
         answer = tab.locator('[data-testid="stChatMessage"]').last
-        sources = re.search(r"Sources · threshold ([0-9.]+)", answer.inner_text())  # as first drawn
+        first = answer.inner_text()  # as first drawn
+        if "QX-1259" not in first:
+            # The question waits 20 s for the file; under `make test`'s second worker, indexing and the first
+            # calibration took longer (seen once), so it was answered from nothing, as the app says. The page then
+            # searches it again when the file lands, and that answer must be at the calibrated value.
+            print("the file took longer than the question's wait: checking the answer searched again")
+            expect(answer.get_by_text("QX-1259", exact=False).first).to_be_visible(timeout=QUEUE_TIMEOUT * 1000)
+            first = answer.inner_text()
+        sources = re.search(r"Sources · threshold ([0-9.]+)", first)
         caption = sidebar(tab).get_by_text(re.compile(r"^Calibrated for English: [0-9.]+"))
         expect(caption).to_be_visible()
         calibrated = re.match(r"Calibrated for English: ([0-9.]+)", caption.inner_text())[1]

@@ -31,13 +31,17 @@ engine = ws.engine
 defaults = engine.settings
 chat = ChatSession(st.session_state["turns"], lambda q: engine.threshold_choice(q).rule)  # ui.restore_chat
 
+
+def keep_question() -> None:
+    # Streamlit gives a chat input's value to one run only, and the next run (a drop finishing its upload) can
+    # cut that run short anywhere, even before this page reads the box. Callbacks run before the script, so the
+    # question is kept in the session from the start, and waits there until its turn is stored (tests/test_app.py).
+    st.session_state["asking"] = st.session_state["chat"]
+
+
 # Read first, so that files attached in the chat are indexed (and reported) before the question is asked.
-prompt = st.chat_input("Ask a question about your documents (you can attach files too)",
-                       accept_file="multiple", key="chat")  # any type: see ui_files.add_documents
-# Streamlit gives a chat input's value to one run only, and the next run (a drop finishing its upload) can cut
-# this one short before the turn is stored: the question waits in the session until it is (tests/test_app.py).
-if prompt is not None:
-    st.session_state["asking"] = prompt
+st.chat_input("Ask a question about your documents (you can attach files too)", accept_file="multiple",
+              key="chat", on_submit=keep_question)  # any type: see ui_files.add_documents
 prompt = st.session_state.get("asking")
 prompt_text = ((prompt if isinstance(prompt, str) else prompt.text) or "").strip() if prompt is not None else ""
 prompt_files = [] if prompt is None or isinstance(prompt, str) else list(prompt.files or [])
