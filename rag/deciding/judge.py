@@ -125,11 +125,12 @@ def load_pair_model(path: Path):
 
 
 class Judge:
-    """Scores (question, passage) pairs with a sequence-classification model on disk.
+    """Scores (question, passage) pairs with a pair model on disk.
 
-    `path`: a folder holding a transformers model with one label and its tokenizer (the shipped judge by
-    default). `languages`: the question languages its score is trusted for (default: the model card's
-    `judged_languages`); for the others the gate falls back to the word tests.
+    `path`: a folder holding a transformers encoder, its tokenizer and the head's numbers (the shipped judge by
+    default), or a judge on multilingual-e5-small (its card names the base file: rag.deciding.e5). `languages`:
+    the question languages its score is trusted for (default: the model card's `judged_languages`); for the
+    others the gate falls back to the word tests.
     """
 
     def __init__(self, path: Path | str = JUDGE_DIR, max_length: int = 192, quantize: bool = True,
@@ -138,16 +139,23 @@ class Judge:
         from transformers import AutoTokenizer
 
         self.path = Path(path)
-        if not (self.path / "config.json").is_file() or not (self.path / HEAD_FILE).is_file():
-            raise FileNotFoundError(f"no judge model in {self.path} (config.json or {HEAD_FILE} missing)")
+        self.card = _card(self.path)
+        if "base" in self.card:  # trained on a base whose word pieces are read from its own file (rag.deciding.e5)
+            from rag.deciding import e5
+
+            if not (self.path / e5.LAYERS_FILE).is_file() or not (self.path / HEAD_FILE).is_file():
+                raise FileNotFoundError(f"no judge model in {self.path} ({e5.LAYERS_FILE} or {HEAD_FILE} missing)")
+            model, self.tokenizer = e5.load_judge_parts(self.path, self.card)
+        else:
+            if not (self.path / "config.json").is_file() or not (self.path / HEAD_FILE).is_file():
+                raise FileNotFoundError(f"no judge model in {self.path} (config.json or {HEAD_FILE} missing)")
+            self.tokenizer = AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
+            model = load_pair_model(self.path)
         self.max_length = max_length
-        self.tokenizer = AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
-        model = load_pair_model(self.path)
         model.eval()
         if quantize:
             model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
         self.model = model
-        self.card = _card(self.path)
         self.languages = tuple(languages if languages is not None else self.card.get("judged_languages", ()))
         self.quantized = quantize
         self._lock = threading.Lock()  # one forward pass at a time: torch threads are shared anyway
