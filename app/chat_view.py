@@ -424,12 +424,12 @@ def anchor(turn_no: int, n: int) -> str:
 
 
 def citation_cards(turn_no: int, gated: rag.Gated, folder: Path, numbers: set[int] | None = None,
-                   cited: set[int] | None = None, ocr_bar: float = rag.settings.Tuning.ocr_low) -> list[Card]:
-    """The cards of the kept passages: only `numbers` when given (the sources an LLM read); a card whose
-    number is not in `cited` (when given) says the answer does not cite it; a quote read by OCR says how sure
-    the OCR was (`ocr_note`, under the bar `ocr_bar`)."""
+                   cited: set[int] | None = None, ocr_bar: float = rag.settings.Tuning.ocr_low,
+                   ans: rag.Answer | None = None) -> list[Card]:
+    """The kept passages' cards, as the answer `ans` quotes them (a sheet's at the rows quoted), else the gate's; only
+    `numbers` if given (the sources an LLM read); one not in `cited` says so; an OCR'd quote, how sure (`ocr_note`)."""
     cards = []
-    for c in gated.citations:
+    for c in (ans.citations if ans is not None and ans.citations else gated.citations):
         if numbers is not None and c.n not in numbers:
             continue
         # A trial read a source listed under an answer that never cites it as part of the answer.

@@ -105,7 +105,8 @@ def turn_to_json(turn: Turn) -> dict:
         "needed_threshold": why.needed_threshold,  # rounded up: gating at it keeps the passage it names
         "explanation": {"closest": why.closest or None, "threshold": why.threshold or None,
                         "empty": why.empty or None},
-        "citations": [dataclasses.asdict(c) for c in turn.gated.citations],
+        # As the answer quotes them: a sheet's citation names the rows its quoted sentences sit on.
+        "citations": [dataclasses.asdict(c) for c in turn.answer.citations or turn.gated.citations],
         "candidates": [dict(dataclasses.asdict(c), verdict=v) for c, v in zip(turn.gated.candidates, turn.gated.verdicts)],
         "mode": turn.answer.mode,
         "searched_as": turn.result.query,
@@ -140,7 +141,7 @@ def print_turn(turn: Turn) -> None:
         print("\n" + "\n".join(line for line in (why.closest, why.threshold, why.empty) if line))
     if g.citations:
         print("\nCitations")
-        for c in g.citations:
+        for c in a.citations or g.citations:  # as the answer quotes them: a sheet's by the rows quoted
             quote = " ".join(c.quote.split())
             across = ("" if c.multilingual_distance is None else
                       f" · in another language: multilingual distance {c.multilingual_distance:.3f}")

@@ -183,3 +183,33 @@ def test_slides_are_cited_by_their_number(make_engine, tmp_path):
     engine.sync()
     c = engine.ask("Is the project done in pairs?", threshold=0.9).gated.citations[0]
     assert c.locator.startswith("slide 4") and "pairs" in c.quote  # speaker notes are in the slide's place
+
+
+@pytest.mark.parametrize("name, sheet", [("visit.xlsx", "Budget"), ("visit.csv", "visit")])
+def test_an_answer_quoting_one_row_is_cited_at_that_row(make_engine, tmp_path, name, sheet):
+    """A sheet's passage holds several rows; an answer quoting one of them names that row's range on its
+    citation ("Budget!A4:C4"), not the passage's ("Budget!A1:C5"). The gate's citation, the retrieval's
+    passage, keeps the passage's range."""
+    import openpyxl
+
+    rows = [["Item", "Cost", "Note"], ["Entry fee", "12 euros", "paid at the gate"],
+            ["Parking", "5 euros", "per car and day"], ["Guided tour", "30 euros", "booked a week ahead"],
+            ["Lunch", "15 euros", "at the museum café"]]
+    folder = tmp_path / "sheets"
+    folder.mkdir()
+    if name.endswith(".xlsx"):
+        wb = openpyxl.Workbook()
+        wb.active.title = sheet
+        for r in rows:
+            wb.active.append(r)
+        wb.save(folder / name)
+    else:
+        (folder / name).write_text("\n".join(",".join(r) for r in rows) + "\n", encoding="utf-8")
+    engine = make_engine(folder)
+    engine.sync()
+    turn = engine.ask("How much does the guided tour cost?", threshold=0.9)
+    assert "Guided tour" in turn.answer.text and "Parking" not in turn.answer.text, turn.answer.text
+    first = turn.answer.citations[0]
+    assert first.place == first.locator == f"{sheet}!A4:C4", (first.place, first.locator)
+    whole = turn.gated.citations[0]
+    assert whole.place == f"{sheet}!A1:C5" and whole.quote == first.quote  # one passage holds every row

@@ -142,7 +142,7 @@ def render_turn(index: int, turn: dict) -> None:
                 st.markdown(view.sources_heading(gated, by_llm))
                 read = set(ans.check.given) if ans.check is not None and by_llm else None
                 cited = set(ans.check.cited) if ans.check is not None and not ans.refused else None
-                widgets.citation_cards(view.citation_cards(turn_no, gated, engine.folder, read, cited))
+                widgets.citation_cards(view.citation_cards(turn_no, gated, engine.folder, read, cited, ans=ans))
         st.caption(view.timing_caption(result, ans, ms, None if shown.live else shown.threshold))
         with st.expander(view.retrieval_label(gated), expanded=shown.live):
             st.caption(view.evidence_caption(gated, result))

@@ -35,7 +35,8 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from rag.indexing.chunk import prose_sentences
-from rag.deciding.citations import NO_ANSWER_SENTENCE, Citation, CitationCheck, check_citations, numbers_text
+from rag.deciding.citations import (NO_ANSWER_SENTENCE, Citation, CitationCheck, as_quoted, check_citations,
+                                    numbers_text)
 from rag.indexing.embed import Embedder
 from rag.searching.followup import referred_words
 from rag.deciding.gate import Gated
@@ -73,6 +74,10 @@ class Answer:
     check: CitationCheck | None = None
     standalone_question: str | None = None  # what a follow-up was answered (and searched) as
     quoted: list[tuple[int, int]] = field(default_factory=list)  # spans of text quoted verbatim (extractive)
+    # The citations as this answer quotes them: the gate's, each placed at the rows of a sheet its chosen sentences
+    # quote (`rag.deciding.citations.as_quoted`; an LLM's answer quotes nothing known: the gate's as they are).
+    # [] for a refusal by the gate.
+    citations: list[Citation] = field(default_factory=list)
 
 
 # --- extractive -------------------------------------------------------------------------------------
@@ -371,7 +376,7 @@ def answer(gated: Gated, generator: Generator, *, standalone: str | None = None,
     check = check_citations(text, given, quoted)
     out = Answer(text=text, refused=False, mode=used.name, chosen=chosen, note=note, flags=check.flags,
                  prompt_tokens=prompt.tokens if prompt else None, check=check, standalone_question=shown,
-                 quoted=quoted)
+                 quoted=quoted, citations=as_quoted(gated.citations, [(c.n, c.start, c.end) for c in chosen]))
     if check.refusal:
         out.text, out.refused = NO_ANSWER_SENTENCE, True
         read = numbers_text(given)

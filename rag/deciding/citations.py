@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 from urllib.parse import quote as urlquote
 
+from rag.reading.document import rows_place
 from rag.searching.search import Candidate
 from rag.text.lexical import fold
 
@@ -68,6 +69,7 @@ class Citation:
     version: str = ""  # the content hash of the document version quoted (the viewer checks it)
     # A passage in another language than the question's: its multilingual distance, which judged it (None else).
     multilingual_distance: float | None = None
+    rows: str = ""  # a sheet's passage: its rows, to name those of a part of it (`quoted_place`); "" else
 
 
 def locator(c: Candidate) -> str:
@@ -99,8 +101,43 @@ def cite(kept: Sequence[Candidate]) -> list[Citation]:
                      quote=c.content, distance=c.distance, start=c.start, end=c.end, page=c.page,
                      section="" if c.section == f"Page {c.page}" else c.section, place=c.place, version=c.version,
                      ocr_confidence=c.ocr_confidence, ocr_lowest=c.ocr_lowest,
-                     multilingual_distance=c.side_distance if c.across else None)
+                     multilingual_distance=c.side_distance if c.across else None, rows=c.rows)
             for i, c in enumerate(kept, start=1)]
+
+
+def quoted_place(c: Candidate | Citation, start: int, end: int) -> str:
+    """The place of the part [start, end) of a passage's content (offsets in `content`, or a citation's `quote`):
+    for a sheet's passage, the A1 range of only the rows that part touches; for any other passage, and one
+    indexed before passages kept their rows, the passage's own place (`rag.reading.document.rows_place`).
+
+    >>> row = Candidate("c1", "d1", "b.xlsx", "", "Budget", "Month | Fee\\n\\nMonth: May | Fee: 12", 0, 33, None,
+    ...                 None, "xlsx", 1, 0.1, 0.5, 1, 1, 1.0, place="Budget!A1:B2", rows="0:1:2 13:2:2")
+    >>> quoted_place(row, 13, 33), quoted_place(replace(row, rows=""), 13, 33)
+    ('Budget!A2:B2', 'Budget!A1:B2')
+    """
+    return rows_place(c.place, c.rows, start, end)
+
+
+def as_quoted(citations: Sequence[Citation], quoted: Sequence[tuple[int, int, int]]) -> list[Citation]:
+    """The citations, each one whose quoted parts are known (`quoted`: (n, start, end), offsets in citation
+    n's quote) placed at only the rows those parts touch: its `place` and `locator` name them ("Budget!A3:C3"
+    in a passage of "Budget!A1:C5"). Its quote, offsets and link stay the whole passage's. A citation with no
+    part quoted, or whose place is not a sheet's rows, is returned as it is.
+
+    >>> c = cite([Candidate("c1", "d1", "b.xlsx", "", "Budget", "Month | Fee\\n\\nMonth: May | Fee: 12", 0, 33,
+    ...                     None, None, "xlsx", 1, 0.1, 0.5, 1, 1, 1.0, place="Budget!A1:B2", rows="0:1:2 13:2:2")])
+    >>> [(q.place, q.locator) for q in as_quoted(c, [(1, 13, 33)])]
+    [('Budget!A2:B2', 'Budget!A2:B2')]
+    """
+    out = []
+    for c in citations:
+        spans = [(s, e) for n, s, e in quoted if n == c.n]
+        place = quoted_place(c, min(s for s, _ in spans), max(e for _, e in spans)) if spans else c.place
+        if place != c.place and c.locator.startswith(c.place):
+            # The locator is the place and, where the place does not name it, the section after it.
+            c = replace(c, place=place, locator=place + c.locator[len(c.place):])
+        out.append(c)
+    return out
 
 
 @dataclass(frozen=True)

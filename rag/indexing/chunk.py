@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from rag.reading.document import Extracted
 from rag.text.words import every
 
+# Not bumped when a chunk began keeping a sheet's rows (`Chunk.rows`): other formats' chunks did not change, and a
+# bump would embed every document again; the sheet readers' versions were bumped instead (rag.reading.sheets).
 CHUNKER_VERSION = "chunk-3"  # 2: no sentence end after "U.S.", "Dr.", an initial; 3: a long table's rows apart
 HEADER_MAX = 120  # characters; a header is a signpost, not a paragraph
 
@@ -73,6 +75,9 @@ class Chunk:
     page: int | None = None
     page_end: int | None = None
     place: str = ""  # where it sits in the format's own terms: "Budget!A14:F16", "slide 4", a message ("" if none)
+    # A sheet's passage: its rows, "offset:row:last_col" each, offsets from `start` (`Extracted.row_marks`), so a
+    # citation can name the rows of the part it quotes (`rag.reading.document.rows_place`); "" for other formats.
+    rows: str = ""
     ocr: tuple[float, float] | None = None  # (mean, lowest) confidence of its words that came from OCR; None: none did
 
     @property
@@ -107,7 +112,7 @@ def chunk_document(doc: Extracted, doc_id: str, how: Strategy | str = "E") -> li
         chunks.append(Chunk(
             id=f"{doc_id}-{i:05d}", doc_id=doc_id, index=i, text=prefix + content, content=content,
             start=start, end=end, section=" > ".join(path),
-            page=doc.page_at(start), page_end=doc.page_at(end - 1), place=place,
+            page=doc.page_at(start), page_end=doc.page_at(end - 1), place=place, rows=doc.row_marks(start, end),
             ocr=doc.ocr_confidence(start, end),
         ))
     return chunks

@@ -51,6 +51,7 @@ class StoredChunk:
 def chunk_metadata(c: Chunk, extra: dict[str, Any]) -> dict[str, Any]:
     return {"doc_id": c.doc_id, "chunk_index": c.index, "section": c.section, "start": c.start, "end": c.end,
             "page": c.page, "page_end": c.page_end, "header_len": c.header_len, **({"place": c.place} if c.place else {}),
+            **({"rows": c.rows} if c.rows else {}),
             **({"ocr_mean": round(c.ocr[0], 1), "ocr_min": round(c.ocr[1], 1)} if c.ocr else {}),
             **extra}
 

@@ -103,8 +103,36 @@ def a1_range(sheet: str, first_row: int, last_row: int, last_col: int) -> str:
     ('Budget!A14:F16', "'Q1 costs'!A3", "'it''s'!A2:B4")
     """
     name = sheet if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", sheet) else "'" + sheet.replace("'", "''") + "'"
+    return f"{name}!{_cells(first_row, last_row, last_col)}"
+
+
+def _cells(first_row: int, last_row: int, last_col: int) -> str:
     end = f"{column_letters(max(1, last_col))}{last_row}"
-    return f"{name}!A{first_row}" + ("" if end == f"A{first_row}" else f":{end}")
+    return f"A{first_row}" + ("" if end == f"A{first_row}" else f":{end}")
+
+
+def rows_place(place: str, marks: str, start: int, end: int) -> str:
+    """The A1 range of the rows that [start, end) touches, in a passage whose place is `place` (its sheet's A1
+    range) and whose rows are `marks` (`Extracted.row_marks`, offsets from the passage's start): a quote of one
+    row of `Budget!A1:C5` is `Budget!A3:C3`. It returns `place` as it is when `marks` is empty (a format whose
+    places are not rows, or an index written before passages kept their rows) or the span touches none of them;
+    it does not split a range: rows 2 and 5 quoted name rows 2 to 5.
+
+    >>> marks = "0:1:3 16:2:3 43:3:2"
+    >>> rows_place("Budget!A1:C3", marks, 18, 30), rows_place("Budget!A1:C3", marks, 5, 50)
+    ('Budget!A2:C2', 'Budget!A1:C3')
+    >>> rows_place("'Q1 costs'!A1:C3", marks, 45, 50), rows_place("slide 4", "", 0, 9)
+    ("'Q1 costs'!A3:B3", 'slide 4')
+    """
+    sheet, bang, _ = place.rpartition("!")
+    if not marks or not bang:
+        return place
+    rows = [tuple(int(x) for x in m.split(":")) for m in marks.split()]
+    # A row runs to where the next one starts: the blank line between two rows goes with the first.
+    hit = [r for r, after in zip(rows, rows[1:] + [(end + 1, 0, 0)]) if r[0] < end and after[0] > start]
+    if not hit:
+        return place
+    return f"{sheet}!{_cells(hit[0][1], hit[-1][1], max(r[2] for r in hit))}"
 
 
 @dataclass
@@ -141,19 +169,36 @@ class Extracted:
     def place_of(self, start: int, end: int) -> str:
         """Where [start, end) sits in the format's own terms: a sheet's A1 range, "slide 4", a message; "" when
         the format has no places of its own."""
+        hits = self._places_in(start, end)
+        rows = [p for p in hits if p.row]
+        if rows:
+            return a1_range(rows[0].label, rows[0].row, rows[-1].row, max(p.last_col for p in rows))
+        labels = list(dict.fromkeys(p.label for p in hits))
+        return labels[0] if len(labels) == 1 else f"{labels[0]} – {labels[-1]}" if labels else ""
+
+    def row_marks(self, start: int, end: int) -> str:
+        """The spreadsheet rows [start, end) touches, kept with a passage so that any part of it can be named
+        later (`rows_place`): each row as "offset:row:last_col", its offset counted from `start` (0 for a row
+        begun before it), space-separated, in text order. "" for a format whose places are not rows.
+
+        >>> rows = [Place(0, 9, "Budget", row=14, last_col=6), Place(11, 20, "Budget", row=15, last_col=5)]
+        >>> doc = Extracted(name="b.xlsx", kind="xlsx", title="b", text="Rent: 850\\n\\nRent: 900", sections=[],
+        ...                 version="x", places=rows)
+        >>> doc.row_marks(0, 20), doc.row_marks(11, 20)
+        ('0:14:6 11:15:5', '0:15:5')
+        """
+        return " ".join(f"{max(0, p.start - start)}:{p.row}:{p.last_col}" for p in self._places_in(start, end) if p.row)
+
+    def _places_in(self, start: int, end: int) -> list[Place]:
         if not self.places:
-            return ""
+            return []
         i = max(0, bisect.bisect_right(self._place_starts, start) - 1)
         hits = []
         while i < len(self.places) and self.places[i].start < end:
             if self.places[i].end > start:
                 hits.append(self.places[i])
             i += 1
-        rows = [p for p in hits if p.row]
-        if rows:
-            return a1_range(rows[0].label, rows[0].row, rows[-1].row, max(p.last_col for p in rows))
-        labels = list(dict.fromkeys(p.label for p in hits))
-        return labels[0] if len(labels) == 1 else f"{labels[0]} – {labels[-1]}" if labels else ""
+        return hits
 
     @functools.cached_property
     def _place_starts(self) -> list[int]:

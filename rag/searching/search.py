@@ -109,6 +109,9 @@ class Candidate:
     codes: tuple[str, ...] = ()
     lang: str = ""  # the chunk's language, as indexing detected it ("" when unclear)
     place: str = ""  # where it sits in the format's own terms ("Budget!A14:F16", "slide 4"; rag.reading.document.Place)
+    # A sheet's passage: its rows (rag.indexing.chunk.Chunk.rows), to name the rows of a part of it; "" for other
+    # formats and for passages indexed before chunks kept them.
+    rows: str = ""
     # Its words' OCR confidence, 0-100 (mean, lowest), when they came from OCR (a scan); None otherwise.
     ocr_confidence: float | None = None
     ocr_lowest: float | None = None
@@ -460,7 +463,7 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
             page_end=m.get("page_end"), kind=kind, fused_rank=rank, fused_score=fused[cid].score,
             distance=float(distances[cid]), dense_rank=dense_rank.get(cid), bm25_rank=bm25_rank.get(cid),
             bm25_score=bm25_scores.get(cid), dense_norm=fused[cid].dense, bm25_norm=fused[cid].bm25,
-            lang=m.get("lang", ""), place=m.get("place") or "",
+            lang=m.get("lang", ""), place=m.get("place") or "", rows=m.get("rows") or "",
             ocr_confidence=m.get("ocr_mean"), ocr_lowest=m.get("ocr_min"), version=snapshot.versions.get(sc.doc_id, ""), side_rank=side_rank.get(cid),
             side_distance=None if side_dist is None else float(side_dist[snapshot.pos[cid]]),
             side_norm=fused[cid].multilingual, across=cid in across,

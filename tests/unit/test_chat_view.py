@@ -14,7 +14,7 @@ import pytest
 from app import chat_view as view
 import rag
 from rag.answering.answer import ChosenSentence
-from rag.deciding.citations import NO_ANSWER_SENTENCE
+from rag.deciding.citations import NO_ANSWER_SENTENCE, as_quoted
 from rag.deciding.explain import header, refusal_text
 
 RULE = rag.SupportRule(0.5, close=0.3, close_support=0.2)
@@ -145,6 +145,17 @@ def test_citation_cards_say_which_sources_the_answer_does_not_cite(tmp_path: Pat
     assert plain(cards[0].link_help) == (tmp_path / "notes.md").resolve().as_uri() + "#char=10,19"
     assert cards[0].quote == "The index is stored in .rag-index."
     assert [c.citation.n for c in view.citation_cards(1, gated, tmp_path, numbers={2})] == [2]
+
+
+def test_a_citation_card_names_the_rows_the_answer_quotes(tmp_path: Path):
+    sheet = row(1, 0.2, doc="b.xlsx", section="Budget", content="Item | Fee\n\nItem: Tour | Fee: 30",
+                place="Budget!A1:B2", rows="0:1:2 12:2:2")
+    gated = rag.gate(result(sheet, terms=("tour", "fee")), 0.5, 4, RULE)
+    ans = rag.Answer("Item: Tour | Fee: 30 [1]", False, "extractive",
+                     citations=as_quoted(gated.citations, [(1, 12, 32)]))  # as `rag.answering.answer.answer` makes it
+    [card] = view.citation_cards(1, gated, tmp_path, ans=ans)
+    assert plain(card.header).startswith("**[1]** b.xlsx · Budget!A2:B2 · ")
+    assert plain(view.citation_cards(1, gated, tmp_path)[0].header).startswith("**[1]** b.xlsx · Budget!A1:B2 · ")
 
 
 def test_headings_captions_and_the_chosen_sentences():
