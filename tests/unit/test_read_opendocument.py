@@ -12,7 +12,7 @@ import odfdo
 import pytest
 from odfdo import Annotation, Cell, Document, DrawPage, Element, Frame, Header, List, Note, Paragraph, Row, Span, Table
 
-from rag.reading.document import ExtractionError, Limits
+from rag.reading.document import ExtractionError, Limits, rows_place
 from rag.reading.opendocument import VERSIONS, read
 
 TEMPLATES = Path(odfdo.__file__).parent / "templates"
@@ -233,7 +233,7 @@ def test_ods_rows_cells_as_displayed_and_a1_places(tmp_path):
     t0 = time.monotonic()
     doc = read(_ods(tmp_path), "budget.ods", "ods", Limits())
     assert time.monotonic() - t0 < 5  # a million repeated empty rows cost nothing
-    assert doc.kind == "ods" and doc.version == "ods-1" and doc.title == "budget"
+    assert doc.kind == "ods" and doc.version == "ods-2" and doc.title == "budget"
     lines = doc.text.split("\n\n")
     assert lines[:4] == ["Budget", "Month: March | Rent: €850.00 | Share: 12.5%", "Month: 03/15/2024 | Rent: 900",
                          "Month: April | Rent: 1,700"]
@@ -246,6 +246,9 @@ def test_ods_rows_cells_as_displayed_and_a1_places(tmp_path):
     # A passage holding rows 14 to 16 is cited by its A1 range.
     assert doc.place_of(rows[14].start, rows[16].end) == "Budget!A14:C16"
     assert doc.place_of(rows[15].start, rows[15].end) == "Budget!A15:B15"
+    # That passage keeps its rows, so a quote of row 15 alone is cited at row 15 (rag.deciding.citations.as_quoted).
+    marks, at = doc.row_marks(rows[14].start, rows[16].end), rows[14].start
+    assert rows_place("Budget!A14:C16", marks, rows[15].start - at, rows[15].end - at) == "Budget!A15:B15"
     assert [s.path for s in doc.sections] == [("Budget",), ("Q1 costs",)]
     paint = next(p for p in doc.places if p.label == "Q1 costs")
     assert (paint.row, paint.cells) == (3, ("Paint", "40", "", "", "Ana"))
