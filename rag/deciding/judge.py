@@ -186,7 +186,9 @@ class Judge:
 
         self.path = Path(path)
         self.card = _card(self.path)
-        if "base" in self.card:  # trained on a base whose word pieces are read from its own file (rag.deciding.e5)
+        # A judge on multilingual-e5-small: its card names the base file its word pieces are read from (the MiniLM
+        # judge's card names its base too, as a string).
+        if isinstance(self.card.get("base"), dict):
             if not (self.path / E5_LAYERS).is_file() or not (self.path / HEAD_FILE).is_file():
                 raise FileNotFoundError(f"no judge model in {self.path} ({E5_LAYERS} or {HEAD_FILE} missing)")
             model, self.tokenizer = _load_e5_judge(self.path, self.card)
