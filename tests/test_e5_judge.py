@@ -35,13 +35,12 @@ def write_tiny_e5(path, rng) -> None:
     tensors = {}
     for name, shape in shapes.items():
         if name.endswith("ln.w"):
-            tensors[name] = (1, np.ones(shape, np.float32).tobytes(), H)
+            tensors[name] = (0, np.ones(shape, np.float32).tobytes(), H)
         elif len(shape) == 2 and name not in ("emb.pos", "emb.type"):
             tensors[name] = (1, _q4_0(rng.normal(0, 0.2, shape).astype(np.float32)), shape[0] * shape[1])
         else:
             v = rng.normal(0, 0.02, shape).astype(np.float32)
             tensors[name] = (0, v.tobytes(), v.size)
-    tensors = {k: (0, v[1], v[2]) if k.endswith("ln.w") else v for k, v in tensors.items()}
     blob = b"".join(p.encode() for p in pieces)
     offs = np.cumsum([0] + [len(p.encode()) for p in pieces]).astype(np.uint32)
     head = b"E5S1" + struct.pack("<i", 1) + struct.pack("<7i", H, NL, NH, FF, len(pieces), MAXP, TVS)
