@@ -7,8 +7,9 @@ Here:
   The folder comes from the sidebar (`folder_picker`), else from `rag.load_settings()`.
 - `search()`: one search with this session's number of candidates and answer mode (a follow-up is
   searched in its standalone form, rewritten by the LLM when the session uses one).
-- `restore_chat()`: a chat survives a reload (its id rides in the URL, `?chat=`; its turns, folder and
-  threshold stay in the server's memory for the last `KEPT_CHATS` chats).
+- `restore_chat()`: a chat survives a reload and a restart (its id rides in the URL, `?chat=`; its turns,
+  folder, threshold and scope stay in the server's memory for the last `KEPT_CHATS` chats, and are stored
+  beside the index by `conversations()`, the folder's `app.conversations.Store`).
 - `keep_page_state()` and the threshold helpers: settings a page's widgets hold survive visits to other
   pages (Streamlit forgets the state of a widget that a run does not draw).
 - `linkify()`: an answer's Markdown, each valid [n] a link to its source (the viewer, in the app).
@@ -36,6 +37,7 @@ import streamlit as st
 
 import rag
 import rag.deciding.citations
+from app.conversations import Store
 from app.inert import md_escape, one_line  # noqa: F401 (the pages call them as ui.md_escape, ui.one_line)
 
 # Settings read per question, not when the index is opened: changing them never opens another engine.
@@ -137,16 +139,17 @@ def workspace() -> Workspace:
 
 
 def search(ws: Workspace, question: str, candidates: int, history: list[str] | None = None,
-           session: rag.Settings | None = None) -> rag.SearchResult:
+           session: rag.Settings | None = None, doc_ids: Sequence[str] | None = None) -> rag.SearchResult:
     """One search with this session's number of candidates (the engine reads it from its settings).
 
     `history`: the conversation's earlier searched queries, oldest first; a follow-up question is then
     searched in its standalone form (the engine decides: the previous query joined in front of it, or the
     LLM's rewrite when `session` asks for the LLM answer mode and names a server). `session`: this
     session's settings; their query-time fields (answer mode, LLM server) apply to this search only,
-    since the engine is shared by every session and was opened with whatever settings came first."""
+    since the engine is shared by every session and was opened with whatever settings came first.
+    `doc_ids`: the conversation's scope (None: the whole folder; empty: nothing is searched)."""
     per_search = (session or ws.engine.settings).replace(candidates=candidates)
-    return ws.engine.search(question, history=history or None, settings=per_search)
+    return ws.engine.search(question, doc_ids=doc_ids, history=history or None, settings=per_search)
 
 
 def folder_picker() -> None:
@@ -230,6 +233,7 @@ def set_threshold(value: float | None, key: str | None = None) -> None:
     record = _chats().get(st.session_state.get("chat_id", ""))
     if record is not None:
         record["threshold_set"] = st.session_state["threshold_set"]
+        conversations().set_meta(st.session_state["chat_id"], threshold_set=record["threshold_set"])
 
 
 # --- a chat that outlives a reload ----------------------------------------------------------------------
@@ -240,20 +244,54 @@ KEPT_CHATS = 50  # chats kept in the server's memory; the oldest goes first
 @st.cache_resource
 def _chats() -> "OrderedDict[str, dict]":
     """Every recent chat of this server process, by id: its turns (the list the chat page appends to),
-    its folder and the threshold its person set. Gone when the server stops."""
+    its folder, the threshold its person set and its scope. The stored copy is `conversations()`'."""
     return OrderedDict()
 
 
-def start_chat(folder: str | None = None) -> None:
-    """A new, empty chat for this session, under a new id (put in the URL)."""
+@st.cache_resource
+def _store(index_dir: str) -> Store:
+    return Store(Path(index_dir))
+
+
+def conversations() -> Store:
+    """The stored conversations of this session's folder (in its index folder), one store per process."""
+    return _store(str(session_settings().index_path.resolve()))
+
+
+def _keep(chat_id: str, record: dict) -> None:
     chats = _chats()
-    chat_id = uuid.uuid4().hex[:12]
-    chats[chat_id] = {"turns": [], "folder": folder, "threshold_set": None}
+    chats[chat_id] = record
+    chats.move_to_end(chat_id)
     while len(chats) > KEPT_CHATS:
         chats.popitem(last=False)
-    st.session_state.update(chat_id=chat_id, turns=chats[chat_id]["turns"])
-    set_threshold(None)
+
+
+def start_chat(folder: str | None = None, scope: dict | None = None) -> None:
+    """A new, empty chat for this session, under a new id (put in the URL); `scope`: the documents it asks."""
+    chat_id = uuid.uuid4().hex[:12]
+    _keep(chat_id, {"turns": [], "folder": folder, "threshold_set": None, "scope": scope or {}})
+    open_chat(chat_id)
+
+
+def open_chat(chat_id: str) -> bool:
+    """Show chat `chat_id` in this session: from the server's memory, else from the store (after a restart).
+    False when it is neither."""
+    record = _chats().get(chat_id)
+    if record is None:
+        stored = conversations().load(chat_id)
+        if stored is None:
+            return False
+        record = {"turns": stored.turns, "folder": stored.folder or None, "threshold_set": stored.threshold_set,
+                  "scope": stored.scope, "set_aside": stored.set_aside}
+    _keep(chat_id, record)
+    st.session_state.update(chat_id=chat_id, turns=record["turns"], scope=dict(record.get("scope") or {}))
+    for key in [k for k in st.session_state if str(k).startswith("scope_")]:
+        del st.session_state[key]  # the scope picker's widgets start again from this chat's scope
+    set_threshold(record["threshold_set"])
+    if record["folder"]:
+        st.session_state["folder"] = st.session_state["folder_input"] = record["folder"]
     st.query_params["chat"] = chat_id
+    return True
 
 
 def restore_chat() -> None:
@@ -268,14 +306,7 @@ def restore_chat() -> None:
         if wanted != mine:
             st.query_params["chat"] = mine
         return
-    if wanted and wanted in chats:
-        record = chats[wanted]
-        chats.move_to_end(wanted)
-        st.session_state.update(chat_id=wanted, turns=record["turns"])
-        set_threshold(record["threshold_set"])
-        if record["folder"]:
-            st.session_state["folder"] = st.session_state["folder_input"] = record["folder"]
-    else:
+    if not (wanted and open_chat(wanted)):
         start_chat(st.session_state.get("folder"))
 
 

@@ -1,7 +1,7 @@
 """The `rag` command: index a folder, ask it a question, list its documents.
 
     rag index [FOLDER] [--rebuild]
-    rag ask "question" [--threshold X] [--max-chunks K] [--json]
+    rag ask "question" [--threshold X] [--max-chunks K] [--doc PATH]... [--under FOLDER]... [--json]
     rag status [--json]
     rag eval needles SET | rag eval sweep IN OUT | rag eval beir DIR   (the lab: lab.evaluate, lab.beir)
 
@@ -30,6 +30,7 @@ from rag.deciding.explain import (codes_note, ocr_note, evidence_rule, explain, 
                                   refusal_sentence, split_note, unsaid_note)
 from rag.settings import Settings, Tuning, load_settings
 from rag.deciding.citations import locator
+from rag.indexing.scope import Scope, resolve
 from rag.reading.extract import SUPPORTED, format_names, ocr_missing
 
 
@@ -180,7 +181,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if not engine.snapshot.chunks:
         engine.sync()
     t = time.perf_counter()
-    turn = engine.ask(args.question, threshold=args.threshold, max_chunks=args.max_chunks)
+    # --doc and --under limit the search to those documents (both search sides mask the rest out).
+    scope = resolve(Scope.of({"docs": [_in_folder(engine, p) for p in args.doc or ()],
+                              "under": [_in_folder(engine, p) for p in args.under or ()]}), engine.documents())
+    turn = engine.ask(args.question, threshold=args.threshold, max_chunks=args.max_chunks, doc_ids=scope.doc_ids)
     # A file that could not be read is not searched: say so beside every answer or refusal, since a person who
     # only asks would otherwise never learn that part of the folder is missing.
     # Nor is a file added, changed or removed since `rag index` ran: ask does not index (another process, the
@@ -191,9 +195,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
         out = turn_to_json(turn)
         out["failed_documents"] = [{"path": d.path, "reason": d.reason} for d in failed]
         out["pending_files"] = pending
+        out["scope"] = dict(scope.scope.as_dict(), searched=list(scope.paths), problems=list(scope.problems)) \
+            if scope.scope else None
         print(json.dumps(out, ensure_ascii=False, indent=2))
     else:
+        if scope.scope:
+            print(scope.searched + "".join(f"\nScope: {p}." for p in scope.problems) + "\n")
         print_turn(turn)
+        if scope.scope and turn.answer.refused:
+            print("\n" + scope.refusal())
         if failed:
             print(f"\nNot searched: {_files(len(failed))} could not be read ({_names([d.path for d in failed])}); "
                   "`rag status` says why.")
@@ -202,6 +212,17 @@ def cmd_ask(args: argparse.Namespace) -> int:
                   f"({_names(pending)}); this answer does not see those changes.")
         print(f"\n({(time.perf_counter() - t) * 1000:.0f} ms)")
     return 0
+
+
+def _in_folder(engine: Engine, path: str) -> str:
+    """A --doc or --under path as the library names it: relative to the folder, whether given relative to
+    the folder, relative to here, or absolute."""
+    p = Path(path)
+    for base in (Path.cwd(), engine.folder):
+        full = (base / p).resolve()
+        if full.is_relative_to(Path(engine.folder).resolve()) and full.exists():
+            return full.relative_to(Path(engine.folder).resolve()).as_posix()
+    return p.as_posix().strip("/")
 
 
 def _files(n: int) -> str:
@@ -396,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     pa.add_argument("--threshold", type=float,
                     help="cosine distance a chunk must be under (default: calibrated on the folder per language)")
     pa.add_argument("--max-chunks", type=int)
+    pa.add_argument("--doc", action="append", metavar="PATH", help="ask only this document (repeatable)")
+    pa.add_argument("--under", action="append", metavar="FOLDER", help="ask only the documents under this folder")
     pa.add_argument("--json", action="store_true")
     pa.set_defaults(fn=cmd_ask)
     ps = sub.add_parser("status", help="list documents with status, reason, chunks and stamp")

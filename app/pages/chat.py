@@ -22,6 +22,7 @@ import streamlit as st
 import rag
 from app import chat_view as view
 from app import chat_widgets as widgets
+from app import conversation_panel as panel
 from app import ui, ui_files
 from app.chat_session import MODES, ChatSession, Controls
 from rag.deciding.explain import codes_note, refusal_sentence
@@ -53,6 +54,7 @@ st.session_state.setdefault("candidates", int(defaults.candidates))
 st.session_state.setdefault("answer_mode", defaults.answer_mode)
 
 with st.sidebar:
+    panel.sidebar(ws)  # New chat, the stored conversations, export, the scope
     st.subheader("Answering")
     threshold = ui.threshold_slider(choice.value, label="Threshold (cosine distance)", min_value=0.0,
                                     max_value=1.5, step=0.005, format="%.3f", help=view.HELP["threshold"])
@@ -66,9 +68,6 @@ with st.sidebar:
     mode = st.selectbox("Answer mode", list(MODES), key="answer_mode", help=view.HELP["answer_mode"])
     if mode == "llm" and not settings.llm_base_url:
         st.info(view.NO_LLM_SERVER, icon=":material/info:")
-    # A new chat gets a new id (and URL): the old one stays reachable by its own URL until it is dropped.
-    st.button("New chat", icon=":material/add_comment:", width="stretch", key="new_chat", on_click=ui.start_chat,
-              kwargs={"folder": st.session_state.get("folder")})
     st.divider()
 
 now = Controls(threshold, int(max_chunks), mode)
@@ -79,7 +78,7 @@ if not prompt_text:
 
 def search(question: str, history: list[str]) -> rag.SearchResult:
     # A follow-up is rewritten by the LLM only when the person chose the LLM mode and a server is set.
-    return ui.search(ws, question, candidates, history, settings.replace(answer_mode=mode))
+    return ui.search(ws, question, candidates, history, settings.replace(answer_mode=mode), panel.doc_ids(ws))
 
 
 def answer_for(turn: dict, gated: rag.Gated, mode_name: str, slot) -> tuple[rag.Answer, float]:
@@ -116,6 +115,7 @@ def render_turn(index: int, turn: dict) -> None:
     with st.chat_message("assistant"):
         if result.searched_note:  # a follow-up, searched with what it refers to (or tried so)
             st.caption(ui.md_escape(result.searched_note))
+        panel.scope_note(turn)
         # Fixed places, whatever the state: the answer (or the refusal), then the sources. When the slider
         # turns an answer into a refusal, an empty element takes the sources' place, so their cards go at
         # once instead of lingering until the rest of the page is drawn.
@@ -127,6 +127,7 @@ def render_turn(index: int, turn: dict) -> None:
                 st.text(refusal.text)
                 for line in refusal.lines:
                     st.markdown(line)
+                panel.refusal_note(turn)
             st.empty()
         else:
             with head:
@@ -145,6 +146,7 @@ def render_turn(index: int, turn: dict) -> None:
                 widgets.citation_cards(view.citation_cards(turn_no, gated, engine.folder, read, cited, ans=ans))
         st.caption(view.timing_caption(result, ans, ms, None if shown.live else shown.threshold))
         with st.expander(view.retrieval_label(gated), expanded=shown.live):
+            panel.scope_note(turn)
             st.caption(view.evidence_caption(gated, result))
             if codes_note(gated):
                 st.caption(ui.md_escape(codes_note(gated)))
@@ -154,6 +156,7 @@ def render_turn(index: int, turn: dict) -> None:
             if ans is not None and ans.chosen:
                 chosen.markdown(view.chosen_markdown(ans))
         widgets.why_not_found(engine, turn, gated)
+        panel.keep(index, turn, chat.turns, gated, ans)
 
 
 st.title("Chat with your folder")
@@ -169,11 +172,12 @@ if prompt_text:
     if waiting and not waited:
         st.info(view.STILL_INDEXING, icon=":material/hourglass_top:")
     try:
-        result = search(prompt_text, chat.history())
+        result = search(prompt_text, panel.history(chat, prompt_text))
     except Exception:
         st.session_state.pop("asking", None)  # asked, and failed: shown once, not again on every run
         raise
     chat.ask(prompt_text, result, candidates, now)
+    panel.asked(ws, chat)  # stored before it is answered
     st.session_state.pop("asking", None)
     if chat.redraw(waited, ui.threshold_set() is not None, choice.value,
                    lambda: engine.threshold_choice(prompt_text).value):
