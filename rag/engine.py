@@ -483,7 +483,7 @@ class Engine:
         texts = [" ".join(t.split()[:GRAPH_PROBE_WORDS]) for _, t in folder_sentences(chunks, n=GRAPH_PROBES)]
         if len(texts) < GRAPH_PROBES // 5:
             texts = [q for lang in CALIBRATED_LANGUAGES for _, q in unrelated_questions(lang)][::10]
-        return model.embed_batch(texts)
+        return model.embed_batch(texts) if side == "dense" else model.embed_queries(texts)  # probes stand for questions
 
     def _calibration_side_vectors(self, interrupt: Callable[[], bool] | None = None) -> dict[str, np.ndarray]:
         """The unrelated questions' multilingual vectors by question ({} when the side is off): once per process."""
@@ -492,7 +492,7 @@ class Engine:
         # They depend only on the model and the shipped questions: embedded once per process, not per engine.
         if self.side.name not in _UNRELATED_SIDE:
             questions = [q for lang in CALIBRATED_LANGUAGES for _, q in unrelated_questions(lang)]
-            _UNRELATED_SIDE[self.side.name] = dict(zip(questions, _embed_interruptibly(self.side.embed_batch,
+            _UNRELATED_SIDE[self.side.name] = dict(zip(questions, _embed_interruptibly(self.side.embed_queries,
                                                                                        questions, interrupt)))
         return _UNRELATED_SIDE[self.side.name]
 

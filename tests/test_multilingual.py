@@ -1,4 +1,4 @@
-"""The multilingual side (rag.indexing.multilingual), end to end on real parts: the real MiniLM and multilingual USE
+"""The multilingual side (rag.indexing.multilingual), end to end on real parts: the real MiniLM and multilingual-e5-small
 models, real Chroma stores on disk, notes written here. A question in English finds and cites a Portuguese
 note and the reverse; an unrelated question across languages is refused and says why; the side's vectors
 live and die with their chunks, are made for an index built without them, and the setting turns it off.
@@ -82,7 +82,8 @@ def test_the_sides_vectors_follow_their_chunks(mixed):
     model = load_multilingual()
     rent = next(c for c in mixed.snapshot.chunks if "2.300 reais" in c.text)
     side = mixed.snapshot.side_vectors[mixed.snapshot.pos[rent.id]]
-    assert np.allclose(side, model.embed_batch([rent.text])[0], atol=1e-4)
+    # The chunk's own vector (bfloat16 on this CPU: embedded alone or beside others, the same within 1e-4 of cosine).
+    assert float(side @ model.embed_batch([rent.text])[0]) > 0.9999
     doc = mixed.document("contrato.md")
     mixed.remove(doc.doc_id)
     assert set(side_store.all_vectors()) == {c.id for c in mixed.snapshot.chunks} and len(ids) > len(mixed.snapshot.chunks)
@@ -115,7 +116,7 @@ def test_the_cli_and_the_table_show_the_multilingual_columns(mixed, capsys):
     assert "in another language: multilingual distance **" in card.header
     table = retrieval_table(turn.gated, turn.result)
     assert {"multilingual", "multi distance"} <= set(table.columns)
-    assert table.rows[0]["multilingual"] == "1" and table.rows[0]["verdict"] == KEPT
+    assert table.rows[0]["multilingual"] == "1" and table.rows[0]["verdict"].startswith(KEPT)
     assert "another language" in table.config["multi distance"].label
     print_turn(turn)
     out = capsys.readouterr().out

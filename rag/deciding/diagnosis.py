@@ -67,7 +67,7 @@ def _full_ranks(engine, result: SearchResult, chunk_ids: Sequence[str]) -> dict[
     bm_of = dict(zip(ids, bm))
     side, across = [], set()
     if snap.side_vectors is not None and getattr(engine, "side", None) is not None:  # the multilingual side too
-        side_dist = 1.0 - _whole(snap.side_vectors) @ engine.side.embed_batch([result.query])[0]
+        side_dist = 1.0 - _whole(snap.side_vectors) @ engine.side.embed_queries([result.query])[0]
         side = [(ids[i], float(side_dist[i])) for i in np.argsort(side_dist, kind="stable")]
         lang = result.language
         across = {cid for cid, language in zip(ids, snap.langs) if lang and language not in ("", lang)}

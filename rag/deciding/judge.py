@@ -126,14 +126,14 @@ def load_pair_model(path: Path):
 
 
 def save_e5_judge(model, out: Path, base: Path, card: dict) -> None:
-    """A judge (`pair_model` over rag.deciding.e5.zero_segments(bert)) saved without the base's word-piece
+    """A judge (`pair_model` over rag.indexing.e5.zero_segments(bert)) saved without the base's word-piece
     matrix: the other weights in fp16, the head's two numbers, and the card naming the base file and its hash."""
     import json
 
     import torch
     from safetensors.torch import save_file
 
-    from rag.deciding import e5
+    from rag.indexing import e5
 
     out.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().to("cpu", torch.float16).contiguous()
@@ -147,13 +147,13 @@ def save_e5_judge(model, out: Path, base: Path, card: dict) -> None:
 
 def _load_e5_judge(path: Path, card: dict, base: Path | None = None):
     """(model, tokenizer) of a judge `save_e5_judge` wrote, in fp32 and eval mode: the base file's weights, then the
-    judge's own over them. `base`: the model file (default: the installed package's, rag.deciding.e5.base_file)."""
+    judge's own over them. `base`: the model file (default: the installed package's, rag.indexing.e5.base_file)."""
     import json
 
     import torch
     from safetensors.torch import load_file
 
-    from rag.deciding import e5
+    from rag.indexing import e5
 
     want = card["base"]
     base = base or e5.base_file(want["file"])
@@ -174,7 +174,7 @@ class Judge:
     """Scores (question, passage) pairs with a pair model on disk.
 
     `path`: a folder holding a transformers encoder, its tokenizer and the head's numbers (the shipped judge by
-    default), or a judge on multilingual-e5-small (its card names the base file: rag.deciding.e5). `languages`:
+    default), or a judge on multilingual-e5-small (its card names the base file: rag.indexing.e5). `languages`:
     the question languages its score is trusted for (default: the model card's `judged_languages`); for the
     others the gate falls back to the word tests.
     """

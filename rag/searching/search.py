@@ -370,7 +370,7 @@ def hybrid_search(question: str, *, embedder: Embedder, snapshot: Snapshot, sett
     depth = pool_depth(settings)
     sq, side_list, side_dist, beside = None, [], None, None
     if snapshot.side_vectors is not None and (side is not None or side_vector is not None):
-        sq = side.embed_batch([query])[0] if side_vector is None else side_vector
+        sq = side.embed_queries([query])[0] if side_vector is None else side_vector
         lap("multilingual embed")
         beside = _side_search(snapshot, sq, n, mask, depth)  # through a graph: on its thread while BM25 and MiniLM's run here
 

