@@ -104,8 +104,8 @@ def turn_to_json(turn: Turn) -> dict:
         "because": turn.gated.because or None,
         "reason": why.reason or None,
         "needed_threshold": why.needed_threshold,  # rounded up: gating at it keeps the passage it names
-        "explanation": {"closest": why.closest or None, "threshold": why.threshold or None,
-                        "empty": why.empty or None},
+        "explanation": {"best": why.best or None, "closest": why.closest or None,
+                        "threshold": why.threshold or None, "hint": why.hint or None, "empty": why.empty or None},
         # As the answer quotes them: a sheet's citation names the rows its quoted sentences sit on.
         "citations": [dataclasses.asdict(c) for c in turn.answer.citations or turn.gated.citations],
         "candidates": [dict(dataclasses.asdict(c), verdict=v) for c, v in zip(turn.gated.candidates, turn.gated.verdicts)],
@@ -139,7 +139,7 @@ def print_turn(turn: Turn) -> None:
         print(f"prompt: {a.prompt_tokens} tokens (tiktoken)")
     if refusal_sentence(g):
         why = explain(g, lost_hint="", add_hint=_ADD_HINT)  # the chat's lines; `rag ask` has no "Why wasn't it found?"
-        print("\n" + "\n".join(line for line in (why.closest, why.threshold, why.empty) if line))
+        print("\n" + "\n".join(why.lines[1:] + why.details))
     if g.citations:
         print("\nCitations")
         for c in a.citations or g.citations:  # as the answer quotes them: a sheet's by the rows quoted

@@ -103,6 +103,14 @@ def tables(at) -> list:
     return [d.value for d in at.dataframe if "verdict" in d.value.columns]
 
 
+LABELS = (rag.KEPT, rag.CAPPED, rag.OVER, rag.UNSUPPORTED, rag.OFF_SUBJECT, rag.JUDGED_OUT, rag.WEIGHED_OUT)
+
+
+def labels(frame):
+    """The gate's verdict of each row: the label its one-line verdict starts with ("over threshold at ...")."""
+    return frame["verdict"].map(lambda cell: next(v for v in LABELS if cell.startswith(v)))
+
+
 def chosen(at) -> list[tuple[int, float, int, str]]:
     """(n, similarity, rank, sentence) of the last answer's "Sentences chosen" list."""
     block = [m.value for m in at.markdown if m.value.startswith("**Sentences chosen")][-1]
@@ -174,8 +182,9 @@ def test_question_shows_answer_citations_distances_and_table(engine):
                                                                 plain(c.value)))}
     assert uncited == {n for n, _, _ in cites} - quoted
 
-    assert list(frame.columns) == ["fused", "score", "dense", "BM25", "multilingual", "multi distance", "distance",
-                                   "margin", "support", "needs", "lacks", "document", "section", "preview", "verdict"]
+    # What a person scans first: document, place, preview and the verdict in one line; the numbers after.
+    assert list(frame.columns) == ["document", "place", "preview", "verdict", "fused", "score", "dense", "BM25",
+                                   "multilingual", "multi distance", "distance", "margin", "support", "needs", "lacks"]
     assert len(frame) == 20
     assert list(frame["fused"]) == list(range(1, 21))
     assert list(frame["score"]) == sorted(frame["score"], reverse=True)  # the fused rank follows the fused score
@@ -183,14 +192,16 @@ def test_question_shows_answer_citations_distances_and_table(engine):
     for side in ("dense", "BM25", "multilingual"):
         assert all(r == "–" or r.isdigit() for r in frame[side]), list(frame[side])
     assert "–" in set(frame["dense"]) | set(frame["BM25"])  # 20 fused from two top-20 lists: some come from one side
-    assert any(plain(c.value).startswith("Fused: z-scores, weights dense 0.6 · BM25 0.4") for c in at.caption)
-    kept = frame[frame["verdict"] == "kept"]
+    # The fusion's weights are a derivation: in the evidence line's tooltip, not a caption of their own.
+    assert any("Fused: z-scores, weights dense 0.6 · BM25 0.4" in plain(c.proto.help) for c in at.caption)
+    assert any(plain(c.value).startswith("Evidence: cosine distance ≤") for c in at.caption)
+    kept = frame[labels(frame) == "kept"]
     assert len(kept) == len(cites)
     assert sorted(round(d, 3) for d in kept["distance"]) == sorted(d for _, _, d in cites)
-    over = frame[frame["verdict"] == "over threshold"]
-    assert (over["distance"] > threshold).all() and (frame[frame["verdict"] != "over threshold"]["distance"] <= threshold).all()
+    over = frame[labels(frame) == "over threshold"]
+    assert (over["distance"] > threshold).all() and (frame[labels(frame) != "over threshold"]["distance"] <= threshold).all()
     # Every row under the threshold that was not kept failed the support test, and says which words it lacks.
-    lacking = frame[frame["verdict"] == "lacks the question's words"]
+    lacking = frame[labels(frame) == "lacks the question's words"]
     assert (lacking["lacks"].str.len() > 0).all() and (kept["support"] > 0).all()
     # Each row's needed share is shown: the kept ones hold it (support is floored to whole percents).
     assert (kept["support"] >= kept["needs"] - 0.01).all() and frame["needs"].between(0, 1).all()
@@ -207,11 +218,13 @@ def test_slider_regates_without_searching_again(engine):
     assert [t.value for t in at.text] == [refusal_text(0.0, QUESTION)]  # the engine's text, exactly
     assert citations(at) == []
     texts = markdowns(at)
-    assert any(f"cosine distance **{closest:.3f}**" in m and m.startswith("Closest candidate: **getting-started.md**")
+    # At a glance, the search's own first row, with what would let it through; the nearest one click away.
+    first = table(at)["document"].iloc[0]
+    assert any(m.startswith(f"Best candidate, the search's first row: **{first}**") and "would let it through" in m
                for m in texts), texts
     needed = next(float(m.split("**")[1]) for m in texts if m.startswith("A threshold of"))
     assert needed >= closest
-    assert set(table(at)["verdict"]) == {"over threshold"}  # the threshold bounds the multilingual cut too
+    assert set(labels(table(at))) == {"over threshold"}  # the threshold bounds the multilingual cut too
     assert any(plain(c.value).startswith("Set by you") for c in at.sidebar.caption)
 
     # The threshold the refusal names lets a passage through: the nearest one that holds the question's words.
@@ -229,7 +242,7 @@ def test_slider_regates_without_searching_again(engine):
     # The chunk cap: one chunk at most, the others under the threshold are marked as over the cap.
     at.sidebar.number_input(key="max_chunks").set_value(1).run()
     assert len(citations(at)) == 1
-    assert "under threshold, over cap" in set(table(at)["verdict"])
+    assert "under threshold, over cap" in set(labels(table(at)))
     assert engine.searches == searches
 
     # A different number of candidates is a new search of the same question.
@@ -548,11 +561,12 @@ def test_a_question_naming_what_the_folder_never_mentions_is_refused_and_says_wh
     refusal = [t.value for t in at.text if t.value.startswith("NO ANSWER")]
     assert len(refusal) == 1 and '"youtube"' in refusal[0], refusal
     assert citations(at) == []
-    assert any('names "youtube", which the folder never mentions' in plain(c.value) for c in at.caption)
+    # The names note is part of the evidence line's derivation: in its tooltip.
+    assert any('names "youtube", which the folder never mentions' in plain(c.proto.help) for c in at.caption)
     said = [plain(m.value) for m in at.markdown]
     assert any("refused] the question names something the folder never mentions" in m for m in said), said
     assert 'No threshold would let a passage through: the folder never mentions "youtube".' in said
-    assert set(table(at)["verdict"]) <= {rag.UNSUPPORTED, rag.OVER}
+    assert set(labels(table(at))) <= {rag.UNSUPPORTED, rag.OVER}
 
 
 def test_an_answer_kept_only_as_close_paraphrases_says_so_and_names_what_is_missing(engine):
@@ -805,7 +819,7 @@ def test_the_chat_and_the_cli_take_one_path_and_say_the_same(engine, folder, mon
         printed = capsys.readouterr().out
         rows = [r for r in printed.splitlines() if re.match(r"\s+\d+\s+(\d+|-)\s+(\d+|-)\s", r)]
         assert len(rows) == len(out["candidates"]) == len(chat)
-        assert list(chat["verdict"]) == [c["verdict"] for c in out["candidates"]]
+        assert list(labels(chat)) == [c["verdict"] for c in out["candidates"]]
         assert [round(d, 6) for d in chat["distance"]] == [round(c["distance"], 6) for c in out["candidates"]]
         assert list(chat["document"]) == [c["doc_name"] for c in out["candidates"]]
         # The needed share: the chat's number (shown as a percentage) and the CLI's printed one, the second

@@ -188,7 +188,7 @@ def test_upload_ask_read_citation_then_slide_to_refusal(page, server, tmp_path):
     # The slider starts at the threshold calibrated on this folder for English questions, and says so.
     slider = page.locator('[data-testid="stSlider"] input[type="range"]').first
     start = float(slider.input_value())
-    expect(page.get_by_text(re.compile(r"^Calibrated for English: [0-9.]+, where"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"^Calibrated for English: [0-9.]+$"))).to_be_visible()  # the rest: its tooltip
     assert 0.0 <= distance <= start
     expect(answer.get_by_text("Quarnelia", exact=False).first).to_be_visible()
     expect(answer.get_by_text("link: heron-notes.md#char=", exact=False)).to_be_visible()
@@ -221,8 +221,9 @@ def test_upload_ask_read_citation_then_slide_to_refusal(page, server, tmp_path):
     now = float(re.search(r"distance ([0-9.]+) for", refusal.inner_text())[1])
     assert now < distance, "the refusal appears only once the threshold is under the citation's distance"
     assert now > distance - 0.03, "the refusal shows as soon as the threshold passes under the distance"
-    expect(page.get_by_text(re.compile(r"A threshold of [0-9.]+ would let heron-notes\.md through"))).to_be_visible()
-    expect(page.get_by_text(re.compile(r"^Closest candidate: heron-notes\.md"))).to_be_visible()
+    # At a glance: the best candidate, the search's own first row, with what would let it through.
+    expect(page.get_by_text(re.compile(r"^Best candidate, the search's first row: heron-notes\.md · .*: over threshold at "
+                                       r"distance [0-9.]+; a threshold of [0-9.]+ would let it through\.$"))).to_be_visible()
     assert answer.get_by_text(re.compile(r"^\[1\] ")).count() == 0
     page.screenshot(path=str(tmp_path / "chat-refusal.png"), full_page=True)
     assert (tmp_path / "chat-refusal.png").stat().st_size > 10_000

@@ -121,3 +121,23 @@ def test_the_cli_and_the_table_show_the_multilingual_columns(mixed, capsys):
     print_turn(turn)
     out = capsys.readouterr().out
     assert "multi" in out and "mdist" in out and "multilingual distance" in out
+
+
+def test_the_fast_path_gives_the_fp32_forwards_vectors(monkeypatch):
+    # Both encoders run in bfloat16 where the CPU computes it (rag.indexing.embed.cpu_bf16): each vector must stay
+    # the fp32 forward's, or the calibrated distances and the stored vectors would drift from what was measured.
+    import rag
+    import rag.indexing.embed as embed_module
+
+    texts = ["The library opens at nine in the morning and closes at six in the evening, Monday to Saturday.",
+             "O aluguel mensal do apartamento é de 2.300 reais, pago até o dia 5 de cada mês.",
+             "La biblioteca abre a las nueve de la mañana y cierra a las seis de la tarde.",
+             "Quanto custa a inscrição na regata?"]
+    side, minilm = load_multilingual(), rag.load_embedder()
+    fast = [side.embed_batch(texts), side.embed_queries(texts), minilm.embed_batch(texts)]
+    monkeypatch.setattr(embed_module, "bf16_native", lambda: False)
+    exact = [side.embed_batch(texts), side.embed_queries(texts), minilm.embed_batch(texts)]
+    for f, e in zip(fast, exact):
+        assert np.min(np.sum(f * e, axis=1)) > 0.999
+    # e5 reads a question and a passage differently (its "query: " and "passage: " prefixes).
+    assert np.max(np.sum(fast[0] * fast[1], axis=1)) < 0.999

@@ -25,7 +25,7 @@ from app import chat_widgets as widgets
 from app import conversation_panel as panel
 from app import ui, ui_files
 from app.chat_session import MODES, ChatSession, Controls
-from rag.deciding.explain import codes_note, refusal_sentence
+from rag.deciding.explain import refusal_sentence
 
 ws = ui.workspace()
 engine = ws.engine
@@ -58,7 +58,8 @@ with st.sidebar:
     st.subheader("Answering")
     threshold = ui.threshold_slider(choice.value, label="Threshold (cosine distance)", min_value=0.0,
                                     max_value=1.5, step=0.005, format="%.3f", help=view.HELP["threshold"])
-    st.caption(view.threshold_caption(choice, ui.threshold_set() is not None))
+    st.caption(view.threshold_caption(choice, ui.threshold_set() is not None),
+               help=view.threshold_help(choice, ui.threshold_set() is not None))
     if ui.threshold_set() is not None:
         st.button("Use the calibrated threshold", icon=":material/restart_alt:", on_click=ui.set_threshold,
                   args=(None,), key="threshold_reset")
@@ -123,10 +124,7 @@ def render_turn(index: int, turn: dict) -> None:
         if refusal_sentence(gated) is not None:
             refusal = view.refusal_lines(gated, engine.indexing())
             with head:
-                st.markdown(refusal.header)
-                st.text(refusal.text)
-                for line in refusal.lines:
-                    st.markdown(line)
+                widgets.refusal(refusal)
                 panel.refusal_note(turn)
             st.empty()
         else:
@@ -147,10 +145,7 @@ def render_turn(index: int, turn: dict) -> None:
         st.caption(view.timing_caption(result, ans, ms, None if shown.live else shown.threshold))
         with st.expander(view.retrieval_label(gated), expanded=shown.live):
             panel.scope_note(turn)
-            st.caption(view.evidence_caption(gated, result))
-            if codes_note(gated):
-                st.caption(ui.md_escape(codes_note(gated)))
-            st.caption(view.fusion_note(result, settings.tuning.rrf_k, settings.tuning.multilingual_weight_across))
+            widgets.evidence_notes(gated, result, settings.tuning)
             widgets.retrieval_table(gated, result)
             chosen = st.empty()  # in every state, so a list from an earlier answer never lingers
             if ans is not None and ans.chosen:

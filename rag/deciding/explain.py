@@ -4,9 +4,12 @@ wasn't it found?").
 The gate (rag.deciding.gate) returns a structured verdict: which test a refusal failed (`Gated.failed`), the rule
 it names (`Gated.because`) and the data its words need (the names, the words missing, the best support
 and the share it needed, the judge's best score). `explain(gated)` renders it once into an `Explanation`:
-the header's reason, the refusal sentence, the closest candidate, the threshold that would let the nearest
-passing passage through (rounded up to the thousandth, so that gating at the printed value keeps it) or why
-no threshold would, and what an empty or still-indexing folder says. `explain(gated, passage=c)` also says
+at a glance, the header's reason, the refusal sentence (one sentence of why) and its best candidate, the
+search's own first row (not the nearest by distance), with what it lacked and what would let it through; one
+click away, the closest row by distance, the threshold that would let the nearest passing passage through
+(rounded up to the thousandth, so that gating at the printed value keeps it) or why no threshold would, and
+the hint to ask in the folder's other language; and what an empty or still-indexing folder says. Every row of
+the retrieval table says its verdict in the same one line (`verdict_line`). `explain(gated, passage=c)` also says
 why one candidate was kept or not (`Explanation.passage`).
 
 The text builders are here too: the refusal sentences (`refusal_text`, `unsupported_text`, `absent_text`,
@@ -82,21 +85,32 @@ PLAIN = Markup()
 
 @dataclass(frozen=True)
 class Explanation:
-    """Everything a surface shows about a gate verdict, as plain text ("" for what does not apply)."""
+    """Everything a surface shows about a gate verdict, as plain text ("" for what does not apply). At a
+    glance (`lines`): the refusal's one sentence of why and its best candidate, the search's first row, with
+    what it lacked and what would let it through; one click away (`details`): the closest row by distance,
+    the threshold that would let the nearest passing passage through, the hint to ask in another language."""
 
     refused: bool
     reason: str = ""  # the refusal's header: its cause in a few words
-    refusal: str = ""  # the refusal sentence ("NO ANSWER: ...")
-    closest: str = ""  # the closest candidate, and what it lacks when it fails the support test
+    refusal: str = ""  # the refusal sentence ("NO ANSWER: ..."): why, in one sentence
+    best: str = ""  # the search's first row (every row failed), what it lacked and what would let it through
+    closest: str = ""  # the closest row by distance, when it is not the best one
     needed_threshold: float | None = None  # the smallest printed threshold that lets a passage through
     threshold: str = ""  # that threshold in a sentence, or why no threshold would let a passage through
+    hint: str = ""  # the passages close enough are in another language than the question's: ask in theirs
     empty: str = ""  # nothing was searched: the folder is empty, or still being indexed
     passage: str = ""  # explain(..., passage=c): why that candidate was kept or not
 
     @property
     def lines(self) -> tuple[str, ...]:
-        """The refusal's lines in the order the chat shows them (the header apart)."""
-        return tuple(x for x in (self.refusal, self.closest, self.threshold, self.empty) if x)
+        """The refusal at a glance, in the order the chat shows it (the header apart): its sentence, then its
+        best candidate (or what an empty folder says)."""
+        return tuple(x for x in (self.refusal, self.best, self.empty) if x)
+
+    @property
+    def details(self) -> tuple[str, ...]:
+        """What the refusal says one click away: the closest row, the threshold, the language hint."""
+        return tuple(x for x in (self.closest, self.threshold, self.hint) if x)
 
 
 def explain(gated: Gated, *, indexing: int = 0, lost_hint: str = LOST_HINT, add_hint: str = ADD_HINT,
@@ -115,37 +129,123 @@ def explain(gated: Gated, *, indexing: int = 0, lost_hint: str = LOST_HINT, add_
     ('nothing passed the threshold', 0.844)
     >>> print("\\n".join(e.lines))
     NO ANSWER: nothing under cosine distance 0.800 for "When does Heron go live?"
-    Closest candidate: heron.md · Dates at cosine distance 0.843.
+    Best candidate, the search's first row: heron.md · Dates: over threshold at distance 0.843; a threshold of 0.844 would let it through.
+    >>> print("\\n".join(e.details))
     A threshold of 0.844 would let heron.md through (the nearest passage that holds the question's words).
     """
     line = passage_text(gated, passage) if passage is not None else ""
     if gated.failed is None:
         return Explanation(refused=False, passage=line)
-    closest = threshold = empty = ""
+    best = closest = threshold = hint = empty = ""
     needed = None
-    rule, c = gated.rule, gated.closest
+    c = gated.closest
     if c is not None:
         m = markup
-        lacks = (f" That passage does not mention: {m.value(', '.join(c.lacking))}."
-                 if c.lacking and not rule.passes(c) else "")
-        closest = (f"Closest candidate: {m.strong(c.doc_name)} · {m.value(locator(c))} at cosine distance "
-                   f"{m.strong(f'{c.distance:.3f}')}.{lacks}")
+        first = gated.candidates[0]  # the search's own first row: every row failed
+        best = (f"Best candidate, the search's first row: {m.strong(first.doc_name)} · {m.value(locator(first))}: "
+                f"{verdict_line(gated, first, markup=m)}.")
+        if c.chunk_id != first.chunk_id:
+            closest = (f"Closest by distance: {m.strong(c.doc_name)} · {m.value(locator(c))} at cosine distance "
+                       f"{m.strong(f'{c.distance:.3f}')} (row {gated.candidates.index(c) + 1} of the search).")
         s = gated.closest_supported
         if s is not None:
             needed = passing_threshold(gated.needed_threshold)
             threshold = (f"A threshold of {m.strong(f'{needed:.3f}')} would let {m.strong(s.doc_name)} through "
-                         + ("(the nearest passage the judge says answers)." if rule.judging else
-                            "(the nearest passage the support model says answers)." if rule.modelling else
+                         + ("(the nearest passage the judge says answers)." if gated.rule.judging else
+                            "(the nearest passage the support model says answers)." if gated.rule.modelling else
                             "(the nearest passage that holds the question's words)."))
         else:
             threshold = "No threshold would let a passage through: " + _no_threshold(gated, lost_hint, markup)
+        hint = language_hint(gated)
     elif indexing:  # at start-up the folder is still being read: say so, not "empty"
         empty = (f"Nothing is indexed yet: {indexing} file(s) are still being indexed (see the sidebar). "
                  "Ask again once they are.")
     else:
         empty = f"The folder has nothing indexed yet: {add_hint}."
-    return Explanation(refused=True, reason=header(gated), refusal=refusal_sentence(gated), closest=closest,
-                       needed_threshold=needed, threshold=threshold, empty=empty, passage=line)
+    return Explanation(refused=True, reason=header(gated), refusal=refusal_sentence(gated), best=best,
+                       closest=closest, needed_threshold=needed, threshold=threshold, hint=hint, empty=empty,
+                       passage=line)
+
+
+def verdict_line(gated: Gated, c: Candidate, verdict: str | None = None, markup: Markup = PLAIN) -> str:
+    """One row's verdict in one line: the gate's verdict (`rag.deciding.rule`'s label) first, then
+    what the row lacked and what would let it through (a threshold, words), or how it was used. The retrieval
+    table shows it on every row; a refusal says it of its best candidate. `verdict`: the row's own (found in
+    `gated` when None).
+
+    >>> from rag.deciding.gate import gate
+    >>> from rag.searching.search import SearchResult
+    >>> far = Candidate("c1", "d1", "a.md", "", "", "", 0, 9, None, None, "text", 1, 0.1, 0.9, 1, 1, 1.0,
+    ...                 support=0.2, missing=("bake", "cake"))
+    >>> verdict_line(gate(SearchResult("q", "", [far], {}), 0.8, 4, SupportRule(0.5)), far)
+    'over threshold at distance 0.900, and lacks "bake", "cake" (holds 20% of the words, needs 50%)'
+    >>> print(verdict_line(gate(SearchResult("q", "", [far], {}), 0.95, 4, SupportRule(0.5)), far))
+    lacks the question's words: "bake", "cake" (holds 20% of the words, needs 50%)
+    """
+    if verdict is None:
+        verdict = next(v for x, v in zip(gated.candidates, gated.verdicts) if x.chunk_id == c.chunk_id)
+    detail = _verdict_detail(gated, c, verdict, markup)
+    if not detail:
+        return verdict
+    if detail.startswith("at "):
+        return f"{verdict} {detail}"
+    if verdict == UNSUPPORTED and detail.startswith("lacks "):
+        return f"{verdict}: {detail[len('lacks '):]}"  # "lacks the question's words: "bake" ..."
+    return f"{verdict}: {detail}"
+
+
+def _verdict_detail(gated: Gated, c: Candidate, verdict: str, markup: Markup) -> str:
+    """`verdict_line`'s part after the verdict."""
+    rule, m = gated.rule, markup
+    if verdict == KEPT:
+        n = next((x.n for x in gated.citations if x.chunk_id == c.chunk_id), None)
+        return f"cited as [{n}]" if n is not None else ""
+    if verdict == CAPPED:
+        return f"passes, after the {gated.max_chunks} kept"
+    if verdict == JUDGED_OUT:
+        score = "not read by the judge" if c.judge is None else f"judge score {c.judge:.2f}"
+        return f"{score}, needs {rule.judge_cut:.2f}"
+    if verdict == WEIGHED_OUT:
+        score = "not weighed" if c.supported is None else f"likely {c.supported:.2f}"
+        return f"{score}, needs {rule.model_cut:.2f}"
+    if verdict in (UNSUPPORTED, OFF_SUBJECT):
+        return _lacks(gated, c, m)
+    # Over the threshold: what the distance needs, and whether the words would hold once it passes.
+    if rule.reads_across(c) and rule.across_passes(c):
+        need = passing_threshold(c.side_distance)
+        return (f"at multilingual distance {c.side_distance:.3f}; a threshold of {m.strong(f'{need:.3f}')} "
+                "would let it through")
+    need = passing_threshold(c.distance)
+    if rule.words_pass(c):
+        return f"at distance {c.distance:.3f}; a threshold of {m.strong(f'{need:.3f}')} would let it through"
+    return f"at distance {c.distance:.3f}, and {_lacks(gated, c, m)}"
+
+
+def _lacks(gated: Gated, c: Candidate, m: Markup = PLAIN) -> str:
+    """What a row lacks for the support test, in a few words (the support test's order: names first)."""
+    rule = gated.rule
+    if c.absent_names:
+        return f"the folder never mentions {m.value(_listed(c.absent_names))}"
+    if c.wordless and not c.codes:
+        return "the question has no word of its own to look for"
+    if c.lacks_names:
+        return f"lacks {m.value(_listed(c.lacks_names))}, which the question names"
+    if rule.off_subject(c):
+        subject = f" ({m.value(_listed(gated.subject[:4]))})" if gated.subject else ""
+        return f"holds none of the earlier question's subject{subject}"
+    if rule.scoring:
+        return "not judged to answer"
+    share = (f"holds {percent(c.support)} of the words, needs {percent(rule.needed_by(c), needed=True)}")
+    return f"lacks {m.value(_listed(c.missing[:4]))} ({share})" if c.missing else share
+
+
+def _listed(words: Sequence[str]) -> str:
+    """Words a row lacks, quoted and listed.
+
+    >>> _listed(("bake", "cake"))
+    '"bake", "cake"'
+    """
+    return ", ".join(f'"{w}"' for w in words)
 
 
 def _no_threshold(gated: Gated, lost_hint: str, markup: Markup = PLAIN) -> str:
@@ -214,8 +314,18 @@ def refusal_sentence(gated: Gated) -> str | None:
         return unnamed_text(t, q, gated.names, earlier=gated.earlier)
     if because == ELSEWHERE:
         return off_subject_text(t, q, gated.subject[:4])
-    return (unsupported_text(t, q, gated.missing[:4], gated.best_support, gated.needed_support)
-            + other_language_hint(gated.language, gated.near_languages, gated.folder_languages))
+    return unsupported_text(t, q, gated.missing[:4], gated.best_support, gated.needed_support)
+
+
+def language_hint(gated: Gated) -> str:
+    """For a refusal on words, the hint to ask in the language of the folder's other passages, as a sentence
+    of its own ("" when it does not apply: see `other_language_hint`). A detail, not the refusal's reason: the
+    hint is conditional ("if the answer is there"), and said in the refusal itself it read as advice to ask
+    an English question in Portuguese."""
+    if gated.failed is None or gated.because != WORDS:
+        return ""
+    text = other_language_hint(gated.language, gated.near_languages, gated.folder_languages)
+    return f"{text[2:]}." if text else ""
 
 
 def passage_text(gated: Gated, c: Candidate) -> str:

@@ -80,6 +80,27 @@ def clean_cell(text: str) -> str:
     return _CELL.sub(" ", _CONTROL.sub("", str(text))).strip().replace("|", "\\|")
 
 
+def sheet_table(text: str) -> tuple[list[str], list[list[str]]]:
+    """Spreadsheet rows as `Canonical.row` wrote them ("Month: March | Rent: 850", one a block) read back as a
+    table: (header, rows), the header the columns' names in the order first met, each row's cells under them
+    ("" where a row left a cell empty). A block of bare cells ("Month | Rent", the sheet's header row: each cell
+    is its own header) gives the header only. For showing a cited row under its header; the canonical text stays
+    what is indexed and quoted.
+
+    >>> sheet_table("Month | Rent\\n\\nMonth: March | Rent: 850 | Paid\\n\\nMonth: April | Note: late: 2 days")
+    (['Month', 'Rent', 'Paid', 'Note'], [['March', '850', 'Paid', ''], ['April', '', '', 'late: 2 days']])
+    """
+    header: list[str] = []
+    rows: list[dict[str, str]] = []
+    for block in (b for b in text.split("\n\n") if b.strip()):
+        cells = [part.partition(": ") for part in block.split(" | ")]
+        pairs = [(head, value) if sep else (head, head) for head, sep, value in cells]
+        header += [h for h, _ in pairs if h not in header]
+        if any(sep for _, sep, _ in cells):  # a row of values, not the header row's bare names
+            rows.append(dict(pairs))
+    return header, [[r.get(h, "") for h in header] for r in rows]
+
+
 class Canonical:
     """Builds one document's canonical text from a reader's walk through its file (see the module's doc)."""
 

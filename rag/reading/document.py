@@ -125,14 +125,37 @@ def rows_place(place: str, marks: str, start: int, end: int) -> str:
     ("'Q1 costs'!A3:B3", 'slide 4')
     """
     sheet, bang, _ = place.rpartition("!")
-    if not marks or not bang:
-        return place
-    rows = [tuple(int(x) for x in m.split(":")) for m in marks.split()]
-    # A row runs to where the next one starts: the blank line between two rows goes with the first.
-    hit = [r for r, after in zip(rows, rows[1:] + [(end + 1, 0, 0)]) if r[0] < end and after[0] > start]
+    hit = _rows_hit(marks, start, end) if bang else []
     if not hit:
         return place
     return f"{sheet}!{_cells(hit[0][1], hit[-1][1], max(r[2] for r in hit))}"
+
+
+def rows_span(marks: str, start: int, end: int, length: int) -> tuple[int, int] | None:
+    """Where the rows that [start, end) touches lie in their passage (offsets from its start; `length`: the
+    passage's): the same rows `rows_place` names, so a card quoting them quotes what its range says. None
+    when `marks` is empty or the span touches no row.
+
+    >>> text = "Month | Fee\\n\\nMonth: May | Fee: 12\\n\\nMonth: June | Fee: 14"
+    >>> a, b = rows_span("0:1:2 13:2:2 35:3:2", 20, 25, len(text))
+    >>> text[a:b]
+    'Month: May | Fee: 12'
+    """
+    hit = _rows_hit(marks, start, end)
+    if not hit:
+        return None
+    rows = [int(m.split(":")[0]) for m in marks.split()]
+    after = [r for r in rows if r > hit[-1][0]]
+    return hit[0][0], (after[0] - 2 if after else length)  # the blank line before the next row is not in it
+
+
+def _rows_hit(marks: str, start: int, end: int) -> list[tuple[int, ...]]:
+    """The rows (offset, row, last column) of `marks` that [start, end) touches."""
+    if not marks:
+        return []
+    rows = [tuple(int(x) for x in m.split(":")) for m in marks.split()]
+    # A row runs to where the next one starts: the blank line between two rows goes with the first.
+    return [r for r, after in zip(rows, rows[1:] + [(end + 1, 0, 0)]) if r[0] < end and after[0] > start]
 
 
 @dataclass

@@ -44,9 +44,13 @@ def test_table_rows_follow_the_gate_with_its_own_verdicts_and_dashes_for_missing
     gated = rag.gate(res, 0.5, max_chunks=1, rule=RULE)
     table = view.retrieval_table(gated, res)
     assert table.columns == view.COLUMNS  # the judge read nothing: no judge columns
-    assert [r["verdict"] for r in table.rows] == [rag.KEPT, rag.UNSUPPORTED, rag.OVER, rag.CAPPED]
-    assert [r["verdict"] for r in table.rows] == ["kept", "lacks the question's words", "over threshold",
-                                                  "under threshold, over cap"]
+    # What a person scans first: document, place, preview, verdict; the numbers after.
+    assert table.columns[:4] == ["document", "place", "preview", "verdict"]
+    # Each row's verdict in one line: the gate's label, then what it lacked or what would let it through.
+    assert [r["verdict"] for r in table.rows] == [
+        "kept: cited as [1]", "lacks the question's words: \"stored\" (holds 10% of the words, needs 50%)",
+        "over threshold at distance 0.900; a threshold of 0.900 would let it through",
+        "under threshold, over cap: passes, after the 1 kept"]
     assert [r["dense"] for r in table.rows] == ["1", "2", "–", "4"]
     assert [r["BM25"] for r in table.rows] == ["1", "2", "3", "–"]
     assert all(list(r) == table.columns for r in table.rows)
@@ -65,12 +69,13 @@ def test_table_shows_the_judge_columns_first_when_the_judge_read_the_rows():
     res = result(row(1, 0.2, judge=2.5, judge_rank=1), row(2, 0.3, judge=None, judge_rank=None))
     gated = rag.gate(res, 0.5, 4, rag.SupportRule(0.5, judge_cut=1.0))
     table = view.retrieval_table(gated, res)
-    assert table.columns[:3] == ["judge", "judge rank", "fused"]
+    assert table.columns[:7] == ["document", "place", "preview", "verdict", "judge", "judge rank", "fused"]
     assert [r["judge rank"] for r in table.rows] == ["1", "–"]
     assert [r["judge"] for r in table.rows] == ["2.50", "–"]  # a row it did not read: a dash, not "None"
     assert table.coloured[-1] == "judge"
     assert table.config["judge"].label == "judge (≥ 1.00)"
-    assert [r["verdict"] for r in table.rows] == [rag.KEPT, rag.JUDGED_OUT]
+    assert [r["verdict"] for r in table.rows] == ["kept: cited as [1]",
+                                                  "judged not to answer: not read by the judge, needs 1.00"]
 
 
 def test_a_column_of_an_unknown_kind_is_refused_with_the_valid_ones():
@@ -78,14 +83,19 @@ def test_a_column_of_an_unknown_kind_is_refused_with_the_valid_ones():
         view.Column("slider", "x")
 
 
-def test_refusal_names_the_closest_candidate_and_the_threshold_that_would_let_it_through():
-    res = result(row(1, 0.62, doc="getting-started.md"), row(2, 0.7))
+def test_refusal_names_the_searchs_first_row_at_a_glance_and_the_closest_one_click_away():
+    # The search ranked heron.md first; getting-started.md is nearer by distance: the best candidate is the
+    # search's own first row (a trial's refusal named the nearest, an unrelated row).
+    res = result(row(1, 0.7, doc="heron.md"), row(2, 0.62, doc="getting-started.md"))
     gated = rag.gate(res, 0.0, 4, RULE)
     refusal = view.refusal_lines(gated, indexing=0)
     assert refusal.header == ":orange-badge[:material/block: refused] " + header(gated)
     assert refusal.text == refusal_text(0.0, res.question)
-    closest, need = map(plain, refusal.lines)
-    assert closest.startswith("Closest candidate: **getting-started.md** · Setup at cosine distance **0.620**.")
+    assert [plain(x) for x in refusal.lines] == [
+        "Best candidate, the search's first row: **heron.md** · Setup: over threshold at distance 0.700; a "
+        "threshold of **0.700** would let it through."]
+    closest, need = map(plain, refusal.details)
+    assert closest.startswith("Closest by distance: **getting-started.md** · Setup at cosine distance **0.620**")
     assert need == ("A threshold of **0.620** would let **getting-started.md** through (the nearest passage "
                     "that holds the question's words).")
 
@@ -93,12 +103,13 @@ def test_refusal_names_the_closest_candidate_and_the_threshold_that_would_let_it
 def test_refusal_says_why_no_threshold_would_help():
     absent = result(row(1, 0.3, support=0.0, missing=("youtube",), absent_names=("youtube",)),
                     absent_names=("youtube",), unknown_names=("youtube",))
-    lines = view.refusal_lines(rag.gate(absent, 0.5, 4, RULE), 0).lines
-    assert plain(lines[-1]) == 'No threshold would let a passage through: the folder never mentions "youtube".'
+    refusal = view.refusal_lines(rag.gate(absent, 0.5, 4, RULE), 0)
+    assert plain(refusal.lines[0]).endswith('lacks the question\'s words: the folder never mentions "youtube".')
+    assert plain(refusal.details[-1]) == 'No threshold would let a passage through: the folder never mentions "youtube".'
     words = result(row(1, 0.3, support=0.1, missing=("index",)))
-    lines = view.refusal_lines(rag.gate(words, 0.5, 4, RULE), 0).lines
-    assert "That passage does not mention: index." in plain(lines[0])
-    assert lines[-1].startswith("No threshold would let a passage through: none of the candidates holds enough")
+    refusal = view.refusal_lines(rag.gate(words, 0.5, 4, RULE), 0)
+    assert plain(refusal.lines[0]).endswith(': lacks the question\'s words: "index" (holds 10% of the words, needs 20%).')
+    assert refusal.details[-1].startswith("No threshold would let a passage through: none of the candidates holds enough")
 
 
 def test_refusal_of_an_empty_folder_says_whether_files_are_still_on_their_way():
@@ -148,14 +159,21 @@ def test_citation_cards_say_which_sources_the_answer_does_not_cite(tmp_path: Pat
 
 
 def test_a_citation_card_names_the_rows_the_answer_quotes(tmp_path: Path):
-    sheet = row(1, 0.2, doc="b.xlsx", section="Budget", content="Item | Fee\n\nItem: Tour | Fee: 30",
-                place="Budget!A1:B2", rows="0:1:2 12:2:2")
+    sheet = row(1, 0.2, doc="b.xlsx", section="Budget",
+                content="Item | Fee\n\nItem: Tour | Fee: 30\n\nItem: Lunch_* | Fee: 15",
+                place="Budget!A1:B3", rows="0:1:2 12:2:2 34:3:2")
     gated = rag.gate(result(sheet, terms=("tour", "fee")), 0.5, 4, RULE)
-    ans = rag.Answer("Item: Tour | Fee: 30 [1]", False, "extractive",
+    chosen = [ChosenSentence(1, "Item: Tour | Fee: 30", 0.9, 12, 32)]
+    ans = rag.Answer("Item: Tour | Fee: 30 [1]", False, "extractive", chosen=chosen,
                      citations=as_quoted(gated.citations, [(1, 12, 32)]))  # as `rag.answering.answer.answer` makes it
     [card] = view.citation_cards(1, gated, tmp_path, ans=ans)
     assert plain(card.header).startswith("**[1]** b.xlsx · Budget!A2:B2 · ")
-    assert plain(view.citation_cards(1, gated, tmp_path)[0].header).startswith("**[1]** b.xlsx · Budget!A1:B2 · ")
+    # The card quotes the row its range names, and shows it as a one-row table under the sheet's header
+    # (a trial's card named A40:H40 and quoted rows 39-40, as "Member: … | Party: …" markup).
+    assert card.quote == "Item: Tour | Fee: 30" and card.table == (["Item", "Fee"], [["Tour", "30"]])
+    [whole] = view.citation_cards(1, gated, tmp_path)
+    assert plain(whole.header).startswith("**[1]** b.xlsx · Budget!A1:B3 · ")
+    assert whole.table == (["Item", "Fee"], [["Tour", "30"], [r"Lunch\_\*", "15"]])  # escaped: st.table reads Markdown
 
 
 def test_headings_captions_and_the_chosen_sentences():

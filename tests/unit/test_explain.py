@@ -37,14 +37,23 @@ def test_a_distance_refusal_in_words():
                      0.8, 4, RULE))
     assert (e.refused, e.reason) == (True, "nothing passed the threshold")
     assert e.refusal == 'NO ANSWER: nothing under cosine distance 0.800 for "Where is it kept?"'
-    assert e.closest == "Closest candidate: doc2.md · Section 2 at cosine distance 0.850."
-    assert e.lines == (e.refusal, e.closest, e.threshold)
+    # The best candidate is the search's first row, not the nearest by distance (a trial's refusal named an
+    # unrelated row of another sheet, nearer by distance, while the search's first row was the right one).
+    assert e.best == ("Best candidate, the search's first row: doc1.md · Section 1: over threshold at distance 0.900, "
+                      "and holds 10% of the words, needs 50%.")
+    assert e.closest == "Closest by distance: doc2.md · Section 2 at cosine distance 0.850 (row 2 of the search)."
+    # At a glance: one sentence of why and the best candidate; the rest one click away.
+    assert e.lines == (e.refusal, e.best)
+    assert e.details == (e.closest, e.threshold)
 
 
-def test_the_closest_line_says_what_a_failing_passage_lacks():
+def test_the_best_candidate_line_says_what_it_lacks_and_what_would_let_it_through():
     g = gate(result(row(1, 0.5, support=0.2, missing=("bake", "cake")), terms=("bake", "cake", "oven")), 0.8, 4, RULE)
     e = explain(g)
-    assert e.closest.endswith("at cosine distance 0.500. That passage does not mention: bake, cake.")
+    assert e.best.endswith(": lacks the question's words: \"bake\", \"cake\" (holds 20% of the words, needs 50%).")
+    assert e.closest == ""  # the first row is the nearest too: said once
+    over = explain(gate(result(row(1, 0.8434, support=1.0)), 0.8, 4, RULE))
+    assert over.best.endswith("over threshold at distance 0.843; a threshold of 0.844 would let it through.")
 
 
 def test_words_refusal_and_no_threshold_line():
@@ -62,13 +71,16 @@ def test_words_refusal_and_no_threshold_line():
     assert explain(g, lost_hint="").threshold.endswith("ask again with their words.")
 
 
-def test_words_refusal_names_the_missing_words_and_the_other_language():
+def test_words_refusal_names_the_missing_words_and_the_other_language_one_click_away():
     g = gate(result(row(1, 0.5, support=0.2, missing=("bolo", "receita"), lang="en"),
                     question="Qual é a receita do bolo?", terms=("receita", "bolo"), language="pt"), 0.8, 4, RULE)
-    assert explain(g).refusal == (
-        'NO ANSWER: the passages under cosine distance 0.800 never mention "receita" or "bolo" (words of "Qual é a '
-        'receita do bolo?"). The passages under the threshold are in English and the question in Portuguese: if '
-        'the answer is in them, ask in English (the search looks for the question\'s own words)')
+    e = explain(g)
+    assert e.refusal == ('NO ANSWER: the passages under cosine distance 0.800 never mention "receita" or "bolo" '
+                         '(words of "Qual é a receita do bolo?")')
+    # The hint is conditional advice, not the reason: in the details, never in the sentence at a glance.
+    assert e.hint == ("The passages under the threshold are in English and the question in Portuguese: if the answer "
+                      "is in them, ask in English (the search looks for the question's own words).")
+    assert e.hint in e.details and e.hint not in e.lines
 
 
 def test_wordless_refusal_in_words():

@@ -122,7 +122,9 @@ def test_a_passage_in_another_language_is_judged_by_its_multilingual_distance_al
     assert g.closest_supported.chunk_id == "c1" and g.needed_threshold == 0.50
     refused = gate(result(across(1, 0.50), row(3, 0.95, support=1.0)), 0.3, 4, ACROSS_RULE)
     assert refused.failed == DISTANCE and refused.needed_threshold == 0.50
-    assert "A threshold of 0.500 would let doc1.md through" in " ".join(explain(refused).lines)
+    assert "A threshold of 0.500 would let doc1.md through" in " ".join(explain(refused).details)
+    assert explain(refused).best.endswith("over threshold at multilingual distance 0.500; a threshold of 0.500 would "
+                                          "let it through.")
 
 
 @pytest.mark.parametrize("fields", [{"lacks_names": ("heron",)}, {"absent_names": ("falcon",)},

@@ -109,13 +109,13 @@ def test_calibrate_sets_each_kinds_budget_on_the_models_best_probability_for_the
     assert Calibration.from_json(json.loads(json.dumps(cal.to_json()))).languages["pt"].model_cut == 0.98
 
 
-def test_the_retrieval_table_shows_the_models_probability_first_when_it_weighed_the_rows():
+def test_the_retrieval_table_shows_the_models_probability_after_the_verdict_when_it_weighed_the_rows():
     from app.chat_view import retrieval_table
 
     r = result(row(1, 0.4, supported=0.62), row(2, 0.5, supported=0.1), language="pt")
     g = gate(r, 0.8, 4, MODEL_RULE)
     table = retrieval_table(g, r)
-    assert table.columns[0] == "likely" and [x["likely"] for x in table.rows] == [0.62, 0.1]
+    assert table.columns[4] == "likely" and [x["likely"] for x in table.rows] == [0.62, 0.1]
     assert "likely" in table.coloured and table.config["likely"].label == "likely (≥ 0.45)"
     assert "likely" not in retrieval_table(gate(result(row(1, 0.4)), 0.8, 4, SupportRule(0.5)), result(row(1, 0.4))).columns
 

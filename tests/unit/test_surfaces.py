@@ -52,7 +52,8 @@ def test_chat_cli_and_json_say_the_same_lines(case):
     plain = rag.explain(gated)
     chat = view.refusal_lines(gated, indexing=0)
     assert chat.text == plain.refusal == refusal_sentence(gated)
-    assert [unmarked(line) for line in chat.lines] == [plain.closest, plain.threshold]
+    assert [unmarked(line) for line in chat.lines] == [plain.best]
+    assert [unmarked(line) for line in chat.details] == list(plain.details)
 
     turn = Turn(result.question, result, gated, answer(gated, None))
     out = io.StringIO()
@@ -61,7 +62,7 @@ def test_chat_cli_and_json_say_the_same_lines(case):
     printed = out.getvalue().splitlines()
     cli = rag.explain(gated, lost_hint="")
     assert printed[0] == refusal_sentence(gated)
-    assert cli.closest in printed and cli.threshold in printed
+    assert cli.best in printed and cli.threshold in printed
     # The CLI has no "Why wasn't it found?" box: the only difference allowed is that pointer.
     assert cli.threshold == plain.threshold.replace(f"; {LOST_HINT}.", ".")
     # The note beside the table on a name the folder never mentions: one wording, the chat's marked up.
@@ -69,14 +70,17 @@ def test_chat_cli_and_json_say_the_same_lines(case):
     assert unmarked(view.unknown_names_note(result)) == (f". {names}" if names else "")
     assert not names or names in printed
     said = turn_to_json(turn)
-    assert (said["reason"], said["explanation"]["closest"], said["explanation"]["threshold"]) == (
-        chat.header.split("] ", 1)[1], cli.closest, cli.threshold)
+    assert (said["reason"], said["explanation"]["best"], said["explanation"]["threshold"]) == (
+        chat.header.split("] ", 1)[1], cli.best, cli.threshold)
 
 
 def test_the_chat_escapes_what_a_document_writes_and_bolds_what_to_look_at():
     result, threshold = VERDICTS["over the threshold"]
-    closest, need = view.refusal_lines(rag.gate(result, threshold, 4, RULE), indexing=0).lines
-    assert closest.startswith(r"Closest candidate: **heron\_notes\.md** · Setup\_\*1\* at cosine distance **0\.843**")
+    refusal = view.refusal_lines(rag.gate(result, threshold, 4, RULE), indexing=0)
+    best, = refusal.lines
+    need, = refusal.details
+    assert best.startswith(r"Best candidate, the search's first row: **heron\_notes\.md** · Setup\_\*1\*: over "
+                           r"threshold at distance 0.843; a threshold of **0\.844**")
     assert need.startswith(r"A threshold of **0\.844** would let **heron\_notes\.md** through")
 
 
