@@ -43,6 +43,8 @@ FUSION_NAME = {"zscore": "z-scores", "minmax": "min-max scaled scores", "rrf": "
 # What a person scans comes first (document, place, preview, verdict: in view at 1280 px without scrolling),
 # the numbers after: a trial at 1440 px found the right row's document off the right edge, behind ten numbers.
 LEAD_COLUMNS = ["document", "place", "preview", "verdict"]
+# Their widths in pixels: the four together fit the chat's column at 1280 px with the sidebar open (728 px there).
+LEAD_WIDTHS = (140, 110, 210, 220)
 COLUMNS = LEAD_COLUMNS + ["fused", "score", "dense", "BM25", "distance", "margin", "support", "needs", "lacks"]
 JUDGE_COLUMNS = ["judge", "judge rank"]  # after the verdict, when the judge read the rows
 MODEL_COLUMNS = ["likely"]  # after the verdict, when the support model weighed the rows (a language it reads)
@@ -184,13 +186,12 @@ def _columns(gated: rag.Gated, result: rag.SearchResult) -> dict[str, Column]:
             format="percent", width="small",
             help="The support this row needs at its distance: less when very close, more far out")),
         "lacks": Column("text", "lacks", dict(help="The question's words this passage does not hold")),
-        # Widths in pixels: the four together fit the chat's column at 1280 px with the sidebar open.
-        "document": Column("text", "document", dict(width=150)),
+        "document": Column("text", "document", dict(width=LEAD_WIDTHS[0])),
         "place": Column("text", "place", dict(
-            width=120, help="Where the passage sits: its heading, page, slide, message or a sheet's cells")),
-        "preview": Column("text", "preview", dict(width=220)),
+            width=LEAD_WIDTHS[1], help="Where the passage sits: its heading, page, slide, message or a sheet's cells")),
+        "preview": Column("text", "preview", dict(width=LEAD_WIDTHS[2])),
         "verdict": Column("text", "verdict", dict(
-            width=230,
+            width=LEAD_WIDTHS[3],
             help=f"The gate's verdict, then what the row lacked and what would let it through: kept (at most {gated.max_chunks}) / under threshold, over cap / over threshold / "
                  "judged not to answer (the judge's score under its cut) / "
                  "unlikely to answer (the support model's probability under its cut) / "

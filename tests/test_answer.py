@@ -468,3 +468,19 @@ def test_free_of_charge_answers_what_it_costs(make_engine):
     assert not turn.answer.refused, turn.answer.text
     assert "free of charge" in turn.answer.text, turn.answer.text
     assert "cost" not in turn.gated.kept[0].missing
+
+
+def test_a_tables_scraps_are_not_quoted_before_the_sentence_that_answers(embedder):
+    # A trial's slide answered "1 | 580 | 105 [1] 17 | 750 | 130 [1] Typically put aside 20 to 30% of your
+    # records for testing [1]": two rows of numbers, near in meaning under the slide's title, before the answer.
+    quote = ("Splitting the records\n\n| Run | Train | Test |\n| --- | --- | --- |\n| 1 | 580 | 105 |\n"
+             "| 17 | 750 | 130 |\n\nTypically put aside 20 to 30% of your records for testing.")
+    cit = rag.Citation(n=1, chunk_id="c1", doc_id="d", doc_name="deck.pptx", title="Deck", locator="slide 3",
+                       fragment="#char=0,9", link="deck.pptx#char=0,9", quote=quote, distance=0.3, start=0,
+                       end=len(quote), page=None, section="Splitting the records", place="slide 3")
+    gen = ExtractiveGenerator(embedder)
+    text = "".join(gen.generate("How much of my records should I put aside for testing?", [cit]))
+    assert text == "Typically put aside 20 to 30% of your records for testing. [1]", text
+    # A row that holds the question's words is still quoted: it is the answer, in a sheet or a table.
+    row = "".join(gen.generate("How many test records were there in run 17?", [cit]))
+    assert "17 | 750 | 130 [1]" in row and "580" not in row, row

@@ -164,7 +164,31 @@ def ask(page: Page, question: str) -> float:
     return time.perf_counter() - t0
 
 
+def lead_columns_in_view(table) -> None:
+    """The retrieval table shows document, place, preview and verdict first, all four inside the grid's visible
+    width with no horizontal scrolling (a trial at 1440 px found them past ten number columns, off screen)."""
+    from app.chat_table import LEAD_COLUMNS, LEAD_WIDTHS  # what the page configures
+
+    heads = [h.inner_text().strip() for h in table.locator('thead th, [role="columnheader"]').all()]
+    assert heads[:4] == LEAD_COLUMNS, heads
+    scroll_width, client_width, left = table.locator(".dvn-scroller").first.evaluate(
+        "e => [e.scrollWidth, e.clientWidth, e.scrollLeft]")
+    assert left == 0 and sum(LEAD_WIDTHS) <= client_width < scroll_width, (LEAD_WIDTHS, client_width, scroll_width)
+
+
+def refusal_at_a_glance(message) -> str:
+    """A refusal is its reason, one sentence and its best candidate before its Details; returns the best line."""
+    shown = [e.inner_text().strip() for e in message.locator(
+        '[data-testid="stMarkdown"], [data-testid="stText"], [data-testid="stExpander"]').all()]
+    glance = shown[:next(i for i, x in enumerate(shown) if "Details: the closest passage" in x)]
+    assert len(glance) == 3 and glance[1].startswith("NO ANSWER: ") and glance[2].startswith("Best candidate, "), glance
+    # One sentence of why: nothing after its quoted question but the closing quote (or the name it quotes).
+    assert re.fullmatch(r'NO ANSWER: [^\n]*"', glance[1]) or glance[1].endswith(" names"), glance[1]
+    return glance[2]
+
+
 def test_upload_ask_read_citation_then_slide_to_refusal(page, server, tmp_path):
+    page.set_viewport_size({"width": 1280, "height": 800})  # a laptop's screen: the issue's measure
     open_app(page, server["url"])
     # A type the folder does not take is refused by the app, with the types it does take (not by the
     # uploader's MIME filter, whose message named "application/vnd.openxmlformats…"), and nothing is saved.
@@ -188,13 +212,16 @@ def test_upload_ask_read_citation_then_slide_to_refusal(page, server, tmp_path):
     # The slider starts at the threshold calibrated on this folder for English questions, and says so.
     slider = page.locator('[data-testid="stSlider"] input[type="range"]').first
     start = float(slider.input_value())
-    expect(page.get_by_text(re.compile(r"^Calibrated for English: [0-9.]+$"))).to_be_visible()  # the rest: its tooltip
+    caption = page.get_by_text(re.compile(r"^Calibrated for English: [0-9.]+"))
+    expect(caption).to_be_visible()
+    assert "unrelated questions" not in caption.inner_text()  # the derivation is in its tooltip: a line, not ten
     assert 0.0 <= distance <= start
     expect(answer.get_by_text("Quarnelia", exact=False).first).to_be_visible()
     expect(answer.get_by_text("link: heron-notes.md#char=", exact=False)).to_be_visible()
     table = answer.locator('[data-testid="stDataFrame"]')
     expect(table).to_be_visible()
     page.wait_for_timeout(1000)  # the data grid paints after it appears
+    lead_columns_in_view(table)
     page.screenshot(path=str(tmp_path / "chat-answer.png"), full_page=True)
     if os.environ.get("RAG_UPDATE_SCREENSHOT") == "1":
         (ROOT / "docs").mkdir(exist_ok=True)
@@ -224,6 +251,11 @@ def test_upload_ask_read_citation_then_slide_to_refusal(page, server, tmp_path):
     # At a glance: the best candidate, the search's own first row, with what would let it through.
     expect(page.get_by_text(re.compile(r"^Best candidate, the search's first row: heron-notes\.md · .*: over threshold at "
                                        r"distance [0-9.]+; a threshold of [0-9.]+ would let it through\.$"))).to_be_visible()
+    best = refusal_at_a_glance(answer)
+    first_row = [c.inner_text() for c in table.locator("tbody tr").first.locator("td").all()]
+    assert best.startswith(f"Best candidate, the search's first row: {first_row[0]} · {first_row[1]}: "), (best, first_row)
+    assert first_row[3] in best  # the same one line as the table's verdict
+    lead_columns_in_view(table)
     assert answer.get_by_text(re.compile(r"^\[1\] ")).count() == 0
     page.screenshot(path=str(tmp_path / "chat-refusal.png"), full_page=True)
     assert (tmp_path / "chat-refusal.png").stat().st_size > 10_000

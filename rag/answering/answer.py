@@ -60,6 +60,7 @@ class ChosenSentence:
     end: int
     support: float = 1.0  # share of the question's content words the sentence holds (`sentence_support`)
     words: tuple[str, ...] = ()  # those words (`question_words_held`)
+    scrap: bool = False  # a table's row that holds none of the question's words itself (`_is_scrap`)
 
 
 @dataclass
@@ -226,9 +227,14 @@ class ExtractiveGenerator:
                 # under "Level 2 and Level 3" does not answer "How much does the Level 2 course cost?".
                 held = tuple(t for t in held if not t.isdigit() or t in own)
             out.append(ChosenSentence(pool[i][0], pool[i][3], float(sims[i]), pool[i][1], pool[i][2],
-                                      len(held) / len(terms) if terms else 1.0, held))
+                                      len(held) / len(terms) if terms else 1.0, held,
+                                      _is_scrap(pool[i][3], terms)))
         if searched:
             out.sort(key=lambda c: -c.support)  # stable: closeness among equals
+        # A table's row that holds none of the question's words goes after every sentence that is not one: a
+        # trial's answer about a slide opened with two rows of numbers ("1 | 580 | 105 [1] 17 | 750 | 130 [1]"),
+        # near in meaning under the slide's title, before the sentence that answered.
+        out.sort(key=lambda c: c.scrap)  # stable
         return out
 
     def select(self, ranked: Sequence[ChosenSentence], rule: AnswerRule | None = None) -> list[ChosenSentence]:
@@ -248,6 +254,8 @@ class ExtractiveGenerator:
         for c in ranked:
             if chosen and not rule.keeps(chosen[0], c, covered, max(x.support for x in chosen)):
                 continue
+            if chosen and c.scrap and not chosen[0].scrap:
+                continue  # a scrap of a table beside a sentence that answers adds only noise
             key = " ".join(fold(c.text).split())
             # The same words twice (a PDF and its source, a sentence cut by a page break) say nothing new.
             if any(key in k or k in key for k in keys):
@@ -289,6 +297,19 @@ def _leaning_joined(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, 
         else:
             out.append((s, e))
     return out
+
+
+def _is_scrap(text: str, terms: Sequence[str]) -> bool:
+    """A row of a table (cells parted by " | ": a document's table, a slide's, a sheet's row) that holds none of
+    the question's words itself, its heading apart (under a slide's title any row reads as on the subject).
+
+    >>> terms = question_terms("How much of the records should be put aside for testing?")
+    >>> _is_scrap("1 | 580 | 105", terms), _is_scrap("Typically put aside 20 to 30% of your records for testing.", terms)
+    (True, False)
+    >>> _is_scrap("Split: testing | Share: 20%", terms)
+    False
+    """
+    return " | " in text and not question_words_held(terms, text)
 
 
 def _without_row_pipes(text: str, start: int, end: int) -> tuple[int, int]:
