@@ -62,7 +62,7 @@ def test_saved_page_keeps_the_article_and_drops_the_furniture():
                       "Styled words", "color: #333", "Frame fallback", "http://", "a tomato"):
         assert furniture not in doc.text, furniture
     assert doc.title == "Growing Tomatoes at Home"
-    assert doc.version == "html-1" and doc.kind == "html"
+    assert doc.version == "html-2" and doc.kind == "html"
     paths = [s.path for s in doc.sections]
     assert paths == [("Growing Tomatoes",), ("Growing Tomatoes", "Soil"), ("Growing Tomatoes", "Watering"),
                      ("Growing Tomatoes", "Mulching")]
@@ -171,3 +171,19 @@ def test_a_real_page_from_an_installed_package():
     assert "olefile requires Python 2.6, 2.7 or 3.x." in doc.text
     assert ("How to Download and Install olefile", "Download and Install") in [s.path for s in doc.sections]
     assert "bitbucket.org" not in doc.text
+
+
+def test_a_saved_pages_site_name_stays_in_its_passages_header():
+    # A trial's V8 blog page: its long title ended "· V8", and a deep heading path shortened the header from each
+    # part's end, so "the V8 blog" was refused as never mentioned. The title now leads with the site's name.
+    from rag.indexing.chunk import chunk_document
+
+    page = ("<html><head><title>Understanding the bytecode interpreter and its register allocator in depth · V8"
+            "</title></head><body><article><h1>Understanding the bytecode interpreter</h1><h2>Registers and the "
+            "accumulator of the interpreter</h2><h3>How the register allocator chooses a register</h3><p>"
+            + "The allocator keeps live values in registers and spills the rest to the stack frame. " * 6
+            + "</p></article></body></html>")
+    doc = _read(page)
+    assert doc.title == "V8 · Understanding the bytecode interpreter and its register allocator in depth"
+    [chunk] = chunk_document(doc, "d")
+    assert chunk.text.startswith("[V8 · ") and "V8" not in chunk.content
