@@ -235,8 +235,17 @@ class Extracted:
 
 
 def clean_heading(text: str) -> str:
-    # Headings go into chunk headers: keep them short and free of Markdown decoration.
-    text = re.sub(r"[*_`]+", "", text)
+    """A heading as a chunk's header holds it: short and free of Markdown decoration, but as the document writes
+    its words. An underscore inside a word is part of it ("push_str"; a CSV named congressional_resignations.csv
+    read as "congressionalresignations" on every card); at a word's edge it is emphasis.
+
+    >>> clean_heading("Appending with `push_str` or *push*")
+    'Appending with push_str or push'
+    >>> clean_heading("_The_ __budget__ of congressional_resignations")
+    'The budget of congressional_resignations'
+    """
+    text = re.sub(r"[*`]+", "", text)
+    text = re.sub(r"(?<![^\W_])_+|_+(?![^\W_])", "", text)  # underscores at a word's edge, not inside one
     text = " ".join(text.split())  # a setext heading may span several lines
     return text[:TITLE_MAX].rstrip()
 

@@ -30,7 +30,8 @@ from rag.reading.canonical import Canonical
 from rag.reading.document import ExtractionError, Extracted, Limits
 from rag.reading.webpage import _add_html
 
-VERSIONS = {"epub": "epub-1"}
+# epub-2: headings keep their words' underscores (document.clean_heading).
+VERSIONS = {"epub": "epub-2"}
 
 _WHAT = "an e-book (.epub)"
 _FONTS = (".ttf", ".otf", ".woff", ".woff2", ".eot")

@@ -47,7 +47,7 @@ from typing import Callable
 from rag.reading.canonical import Canonical
 from rag.reading.document import ExtractionError, Extracted, Limits
 
-VERSIONS = {"eml": "eml-1", "mbox": "mbox-1"}
+VERSIONS = {"eml": "eml-2", "mbox": "mbox-2"}  # 2: headings keep their words' underscores (document.clean_heading)
 
 ReadAttachment = Callable[[bytes, str], "Extracted | None"]
 

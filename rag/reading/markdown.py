@@ -29,8 +29,9 @@ from rag.reading.document import (TITLE_MAX, ExtractionError, Extracted, Limits,
                                   title_from_first_line)
 
 # txt-2: headings read from lines' shape; md-3, txt-3: a document's language identified among every language
-# the app reads (rag.text.languages), not only English and Portuguese, so its chunks are analysed again.
-VERSIONS = {"md": "md-3", "txt": "txt-3"}
+# the app reads (rag.text.languages), not only English and Portuguese, so its chunks are analysed again; md-4, txt-4:
+# headings keep their words' underscores (document.clean_heading).
+VERSIONS = {"md": "md-4", "txt": "txt-4"}
 
 
 def read(data: bytes, name: str, kind: str, limits: Limits) -> Extracted:

@@ -55,7 +55,7 @@ from rag.reading.canonical import Canonical, clean_block
 from rag.reading.document import ExtractionError, Extracted, Limits, OcrWord, Section
 
 VERSION = "ocr-1"  # of the recognition: part of the cache's key
-VERSIONS = {"image": "image-1"}
+VERSIONS = {"image": "image-2"}  # 2: a title keeps its words' underscores ("scan_001": document.clean_heading)
 SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp")
 DEFAULT_LANGS = "eng+por+spa+deu+fra+ita"  # the first is read first; the others when the text is in them
 MAX_MEGAPIXELS = 80  # a bigger picture is refused before it is decoded (a 600-dpi A3 scan is 70)

@@ -42,9 +42,9 @@ from rag.reading.archive import open_zip, read_member
 from rag.reading.canonical import Canonical
 from rag.reading.document import ExtractionError, Extracted, Limits
 
-# ods-2: the same text, but a sheet's passages now keep their rows (rag.indexing.chunk.Chunk.rows), so that a citation
-# names the rows it quotes; a sheet indexed before is chunked again for that.
-VERSIONS = {"odt": "odt-1", "odp": "odp-1", "ods": "ods-2"}
+# ods-2: a sheet's passages keep their rows (rag.indexing.chunk.Chunk.rows), so a citation names the rows it quotes;
+# odt-2, odp-2, ods-3: a heading keeps the underscores inside its words (rag.reading.document.clean_heading).
+VERSIONS = {"odt": "odt-2", "odp": "odp-2", "ods": "ods-3"}
 
 _ODF = "application/vnd.oasis.opendocument."
 _BODY = {"odt": "text", "odp": "presentation"}  # office:body's child holding the document

@@ -37,8 +37,9 @@ from rag.reading.document import (TITLE_MAX, ExtractionError, Extracted, Limits,
 # pdf-4: ligatures read as their letters, combining accents composed, columns one after the other; pdf-5: a
 # document's language identified among every language the app reads (rag.text.languages); pdf-6: a column's
 # footnotes after the columns, a table's rows apart, numbered headings found in the outline, a compound the
-# document prints whole kept at a line-end hyphen (LaTeX papers); pdf-7: scanned pages read by OCR.
-VERSION = "pdf-7"
+# document prints whole kept at a line-end hyphen (LaTeX papers); pdf-7: scanned pages read by OCR; pdf-8:
+# headings keep their words' underscores (document.clean_heading).
+VERSION = "pdf-8"
 VERSIONS = {"pdf": VERSION}
 
 

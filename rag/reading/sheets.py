@@ -48,7 +48,8 @@ from rag.reading.document import ExtractionError, Extracted, Limits
 # Each step re-indexes the sheets of a folder (a document whose reader version changed is read again): xlsx-2, the
 # faster reading; xlsx-3, csv-2, tsv-2: the same text, but their passages now keep their rows (rag.indexing.chunk
 # Chunk.rows), so a citation names the rows it quotes, and a sheet indexed before must be chunked again for that.
-VERSIONS = {"xlsx": "xlsx-3", "csv": "csv-2", "tsv": "tsv-2"}
+# xlsx-4, csv-3, tsv-3: headings keep their words' underscores (document.clean_heading).
+VERSIONS = {"xlsx": "xlsx-4", "csv": "csv-3", "tsv": "tsv-3"}
 
 # clevercsv judges a CSV's dialect by its first lines, up to this many characters, each line cut at _SAMPLE_LINE:
 # its time grows with the square of a long cell's length (8 KB: under half a second at worst; 200 KB: minutes).

@@ -63,7 +63,8 @@ from rag.reading.archive import open_zip, read_member
 from rag.reading.canonical import Canonical, clean_block
 from rag.reading.document import TITLE_MAX, ExtractionError, Extracted, Limits, clean_heading
 
-VERSIONS = {"pptx": "pptx-2"}
+# pptx-3: headings keep their words' underscores (document.clean_heading).
+VERSIONS = {"pptx": "pptx-3"}
 
 _WHAT = "a PowerPoint presentation (.pptx)"
 _EMU_PER_PT = 12_700

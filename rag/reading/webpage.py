@@ -38,8 +38,9 @@ from rag.reading.archive import content_mismatch, sniff
 from rag.reading.canonical import Canonical
 from rag.reading.document import ExtractionError, Extracted, Limits
 
-# html-2: the title leads with the site's name (`_site_title`), so a passage's header keeps it.
-VERSIONS = {"html": "html-2"}
+# html-2: the title leads with the site's name (`_site_title`), so a passage's header keeps it; html-3: headings
+# keep their words' underscores (document.clean_heading).
+VERSIONS = {"html": "html-3"}
 
 # Never text: what a browser runs, embeds or asks the reader to fill in.
 _NEVER = {"script", "style", "noscript", "template", "iframe", "frame", "frameset", "object", "embed", "applet",

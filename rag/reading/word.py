@@ -52,7 +52,8 @@ from rag.reading.archive import open_zip, read_member
 from rag.reading.canonical import Canonical
 from rag.reading.document import TITLE_MAX, ExtractionError, Extracted, Limits
 
-VERSIONS = {"docx": "docx-1"}
+# docx-2: headings keep their words' underscores (document.clean_heading).
+VERSIONS = {"docx": "docx-2"}
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"

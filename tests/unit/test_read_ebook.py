@@ -59,7 +59,7 @@ def _read(data: bytes, name: str = "book.epub", **limits):
 
 def test_three_chapters_in_reading_order(tmp_path):
     doc = _read(_book(tmp_path / "b.epub"))
-    assert doc.title == "The Garden Year" and doc.version == "epub-1" and doc.kind == "epub"
+    assert doc.title == "The Garden Year" and doc.version == "epub-2" and doc.kind == "epub"
     assert doc.text.startswith("The Garden Year, by Ann Gardener\n\nSpring\n\n")
     sections = [(s.path, doc.text[s.start:s.end]) for s in doc.sections]
     assert sections == [

@@ -82,7 +82,7 @@ def no_network(monkeypatch):
 def test_plain_message_is_one_place_with_its_header_and_body():
     body = "Hello Bob,\n\nThe rent is 850 euros.\nDue on the 1st.\n"
     doc = _read(_message(cc="Carla <carla@example.org>", body=body))
-    assert doc.kind == "eml" and doc.title == "Rent for May" and doc.version == "eml-1"
+    assert doc.kind == "eml" and doc.title == "Rent for May" and doc.version == "eml-2"
     assert [p.label for p in doc.places] == ['message "Rent for May" from Ana Lima, 2024-05-03']
     inside = _place_text(doc)
     assert _blocks(inside) == [
@@ -242,7 +242,7 @@ def test_mbox_has_one_place_per_message(tmp_path):
                      f"09:00:00 +0000", body=f"Body of message {i}.\nFrom the start, it was clear.\n")
             for i, who in enumerate(people)]
     doc = _read(_mbox(tmp_path, msgs), "box.mbox", "mbox")
-    assert doc.title == "box (5 messages)" and doc.kind == "mbox" and doc.version == "mbox-1"
+    assert doc.title == "box (5 messages)" and doc.kind == "mbox" and doc.version == "mbox-2"
     assert [p.label for p in doc.places] == [f'message "Topic {i}" from {who}, 2024-04-0{i + 1}'
                                              for i, who in enumerate(people)]
     for i in range(5):

@@ -47,7 +47,7 @@ def _check_ranges(doc):
 
 def test_a_png_page_is_read_with_its_words_confidences_and_boxes(page300, recognised, tmp_path):
     doc = ocr.read(png(page300), "notice.png", "image", Limits(ocr_cache=tmp_path))
-    assert (doc.kind, doc.version, doc.title, doc.ocr_pages) == ("image", "image-1", "notice", 1)
+    assert (doc.kind, doc.version, doc.title, doc.ocr_pages) == ("image", "image-2", "notice", 1)
     for sentence in EN[:3]:
         assert sentence in doc.text
     assert cer(" ".join(EN[:3]), doc.text) <= 0.02
@@ -67,7 +67,7 @@ def test_a_png_page_is_read_with_its_words_confidences_and_boxes(page300, recogn
 def test_an_image_only_pdf_is_read_by_ocr_and_its_words_are_boxed_in_points(page300, tmp_path):
     data = scanned_pdf([page300])
     doc = pdf.read(data, "scan.pdf", "pdf", Limits(ocr_cache=tmp_path))
-    assert (doc.version, doc.pages, doc.ocr_pages, doc.empty_pages) == ("pdf-7", 1, 1, 0)
+    assert (doc.version, doc.pages, doc.ocr_pages, doc.empty_pages) == ("pdf-8", 1, 1, 0)
     for sentence in EN[:3]:
         assert sentence in doc.text
     _check_ranges(doc)

@@ -70,7 +70,7 @@ def _odt(tmp_path: Path, title: str | None = "Garden handbook") -> bytes:
 
 def test_odt_blocks_sections_notes_and_title(tmp_path):
     doc = read(_odt(tmp_path), "garden.odt", "odt", Limits())
-    assert doc.kind == "odt" and doc.version == VERSIONS["odt"] == "odt-1"
+    assert doc.kind == "odt" and doc.version == VERSIONS["odt"] == "odt-2"
     assert doc.title == "Garden handbook"
     # The note leaves its paragraph; the paragraph reads on across it.
     assert "Tomatoes need full sun. Water them in the morning." in doc.text
@@ -160,7 +160,7 @@ def _odp(tmp_path: Path, slides: int = 5) -> bytes:
 
 def test_odp_slides_are_sections_and_places(tmp_path):
     doc = read(_odp(tmp_path), "review.odp", "odp", Limits())
-    assert doc.kind == "odp" and doc.version == "odp-1" and doc.title == "Quarterly review"
+    assert doc.kind == "odp" and doc.version == "odp-2" and doc.title == "Quarterly review"
     assert [s.path for s in doc.sections] == [("Topic 1",), ("Topic 2",), ("Slide 3",), ("Topic 4",), ("Topic 5",)]
     assert [p.label for p in doc.places] == [f"slide {n}" for n in range(1, 6)]
     table = "| Item | Cost |\n| --- | --- |\n| Rent | 850 |\n| Power | 120 |"
@@ -233,7 +233,7 @@ def test_ods_rows_cells_as_displayed_and_a1_places(tmp_path):
     t0 = time.monotonic()
     doc = read(_ods(tmp_path), "budget.ods", "ods", Limits())
     assert time.monotonic() - t0 < 5  # a million repeated empty rows cost nothing
-    assert doc.kind == "ods" and doc.version == "ods-2" and doc.title == "budget"
+    assert doc.kind == "ods" and doc.version == "ods-3" and doc.title == "budget"
     lines = doc.text.split("\n\n")
     assert lines[:4] == ["Budget", "Month: March | Rent: €850.00 | Share: 12.5%", "Month: 03/15/2024 | Rent: 900",
                          "Month: April | Rent: 1,700"]

@@ -102,7 +102,7 @@ def budget_xlsxwriter(path: Path) -> bytes:
 def test_a_workbook_reads_as_rows_with_their_headers_real_numbers_and_displayed_values(tmp_path):
     doc = sheets.read(budget_openpyxl(tmp_path / "budget.xlsx"), "budget.xlsx", "xlsx", LIMITS)
     check(doc)
-    assert doc.kind == "xlsx" and doc.version == sheets.VERSIONS["xlsx"] == "xlsx-3" and doc.title == "budget"
+    assert doc.kind == "xlsx" and doc.version == sheets.VERSIONS["xlsx"] == "xlsx-4" and doc.title == "budget"
     assert [s.path for s in doc.sections] == [("Budget",), ("Notes",)]  # the hidden sheet is not read
     text, place = line_of(doc, 4)
     assert text == "Month: March | Rent: 850 | Paid: TRUE | Share: 12.5% | Due: 2024-03-15 | Total: 1700"
@@ -245,7 +245,7 @@ def test_a_windows_1252_csv_with_semicolons_and_a_quoted_delimiter(tmp_path):
             'Março;Serviço de limpeza;120,00 €\r\n')
     doc = sheets.read(text.encode("cp1252"), "despesas.csv", "csv", LIMITS)
     check(doc)
-    assert doc.kind == "csv" and doc.version == "csv-2" and doc.title == "despesas"
+    assert doc.kind == "csv" and doc.version == "csv-3" and doc.title == "despesas"
     assert [s.path for s in doc.sections] == [("despesas",)]
     assert line_of(doc, 1)[0] == "Mês | Descrição | Valor"
     assert line_of(doc, 2)[0] == "Mês: Janeiro | Descrição: Renda; água incluída | Valor: 850,00 €"
@@ -260,7 +260,7 @@ def test_tsv_files_split_on_tabs_only_in_utf8_and_in_excels_utf16(tmp_path):
     for data, name in ((text.encode(), "people.tsv"), (text.encode("utf-16"), "people.tab")):
         doc = sheets.read(data, name, "tsv", LIMITS)
         check(doc)
-        assert doc.version == "tsv-2" and doc.title == "people"
+        assert doc.version == "tsv-3" and doc.title == "people"
         assert line_of(doc, 2)[0] == "Name: Ana | City: Lisboa | Note: likes commas, and semicolons; yes"
         assert doc.place_of(line_of(doc, 3)[1].start, line_of(doc, 3)[1].end) == "people!A3:C3"
 
@@ -429,3 +429,18 @@ def test_a_shared_string_reads_as_openpyxl_reads_it():
     assert sheets._read_shared_strings(io.BytesIO(xml.encode())) == expected
     assert read_string_table(io.BytesIO(xml.encode())) == expected  # what openpyxl's own reading gives
 
+
+
+def test_a_csv_named_with_underscores_is_cited_by_its_name_as_written():
+    # A trial's card read "congressional_resignations!A40:H40 · congressionalresignations": the section (the
+    # sheet's heading) had lost its underscores, so it no longer matched the place and was said again.
+    from rag.deciding.citations import locator
+    from rag.indexing.chunk import chunk_document
+    from rag.searching.search import Candidate
+
+    doc = sheets.read(b"Member,Party\nAnn Lee,Green\n", "congressional_resignations.csv", "csv", Limits())
+    assert doc.title == "congressional_resignations"
+    [chunk] = chunk_document(doc, "d")
+    row = Candidate("c1", "d", doc.name, doc.title, chunk.section, chunk.content, chunk.start, chunk.end,
+                    None, None, "csv", 1, 0.1, 0.2, 1, 1, 1.0, place=chunk.place)
+    assert locator(row) == "congressional_resignations!A1:B2"

@@ -119,7 +119,7 @@ def _span(doc, passage: str) -> tuple[int, int]:
 
 def test_one_section_and_place_per_slide(deck):
     doc = _read(deck)
-    assert doc.kind == "pptx" and doc.version == "pptx-2" and doc.pages == 6
+    assert doc.kind == "pptx" and doc.version == "pptx-3" and doc.pages == 6
     assert doc.title == "Household budget 2024"  # no core title: the first slide's
     assert [s.path for s in doc.sections] == [("Household budget 2024",), ("Rent",), ("Costs",), ("Savings plan",),
                                                ("Slide 5",), ("Who does what",)]

@@ -62,7 +62,7 @@ def test_saved_page_keeps_the_article_and_drops_the_furniture():
                       "Styled words", "color: #333", "Frame fallback", "http://", "a tomato"):
         assert furniture not in doc.text, furniture
     assert doc.title == "Growing Tomatoes at Home"
-    assert doc.version == "html-2" and doc.kind == "html"
+    assert doc.version == "html-3" and doc.kind == "html"
     paths = [s.path for s in doc.sections]
     assert paths == [("Growing Tomatoes",), ("Growing Tomatoes", "Soil"), ("Growing Tomatoes", "Watering"),
                      ("Growing Tomatoes", "Mulching")]

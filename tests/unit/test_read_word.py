@@ -49,7 +49,7 @@ def _read(data: bytes, name: str = "doc.docx", **limits):
         assert doc.text[s.start:s.end].strip(), s
     for p in doc.places:
         assert 0 <= p.start < p.end <= len(doc.text)
-    assert doc.version == VERSIONS["docx"] == "docx-1"
+    assert doc.version == VERSIONS["docx"] == "docx-2"
     return doc
 
 
