@@ -33,7 +33,12 @@ def _current() -> str:
     return st.session_state.get("chat_id", "")
 
 
-def _delete(chat_id: str, title: str) -> None:
+def _stored(chat_id: str) -> conversations.Conversation:
+    return ui.conversations().load(chat_id) or conversations.Conversation(chat_id, "New chat", "", None, {}, [])
+
+
+def _delete(chat_id: str) -> None:
+    title = _stored(chat_id).title
     ui.conversations().delete(chat_id)
     ui._chats().pop(chat_id, None)
     st.session_state["deleted"] = (chat_id, title, time.time())
@@ -51,6 +56,7 @@ def _undo() -> None:
 def _rename(chat_id: str) -> None:
     try:
         ui.conversations().rename(chat_id, st.session_state.get("conv_name", ""))
+        st.session_state["conv_name"] = ""
     except ValueError as exc:
         st.session_state["conv_error"] = str(exc)
 
@@ -80,18 +86,19 @@ def sidebar(ws: ui.Workspace) -> None:
         st.caption("More conversations: narrow them with Find.")
     elif not found:
         st.caption("No conversation holds those words." if words.strip() else "Asked questions are kept here.")
-    if (stored := store.load(_current())) is not None:
-        with st.popover("This conversation", icon=":material/more_horiz:", width="stretch"):
-            st.text_input("Name", value=stored.title, key="conv_name")
-            st.button("Rename", key="conv_rename", on_click=_rename, args=(stored.id,))
-            st.download_button("Export as Markdown", lambda: conversations.to_markdown(store.load(stored.id)),
-                               file_name=f"conversation-{stored.id}.md", mime="text/markdown", key="conv_md",
-                               on_click="ignore", icon=":material/download:")
-            st.download_button("Export as JSON", lambda: conversations.to_json(store.load(stored.id)),
-                               file_name=f"conversation-{stored.id}.json", mime="application/json", key="conv_json",
-                               on_click="ignore", icon=":material/data_object:")
-            st.button("Delete", key="conv_delete", icon=":material/delete:", on_click=_delete,
-                      args=(stored.id, stored.title))
+    # Drawn for a chat not stored yet too: its first question is stored later in the same run, after the
+    # sidebar; the exports read the store when clicked.
+    chat_id = _current()
+    with st.popover("This conversation", icon=":material/more_horiz:", width="stretch"):
+        st.text_input("Name", key="conv_name", placeholder="a name for this conversation")
+        st.button("Rename", key="conv_rename", on_click=_rename, args=(chat_id,))
+        st.download_button("Export as Markdown", lambda: conversations.to_markdown(_stored(chat_id)),
+                           file_name=f"conversation-{chat_id}.md", mime="text/markdown", key="conv_md",
+                           on_click="ignore", icon=":material/download:")
+        st.download_button("Export as JSON", lambda: conversations.to_json(_stored(chat_id)),
+                           file_name=f"conversation-{chat_id}.json", mime="application/json", key="conv_json",
+                           on_click="ignore", icon=":material/data_object:")
+        st.button("Delete", key="conv_delete", icon=":material/delete:", on_click=_delete, args=(chat_id,))
     scope_picker(ws)
     st.divider()
 
@@ -125,7 +132,8 @@ def scope_picker(ws: ui.Workspace) -> None:
     docs = ws.engine.documents()
     now = scope()
     resolved = resolve(now, docs)
-    with st.expander(f"Scope: {resolved.label}" if now else "Scope: the whole folder", icon=":material/filter_alt:"):
+    with st.expander(f"Scope: {resolved.label}" if now else "Scope: the whole folder", icon=":material/filter_alt:",
+                     key="scope_box"):  # one expander whatever its label: it stays open while choosing
         folders = sorted({d.path.rsplit("/", 1)[0] for d in docs if "/" in d.path} | set(now.under))
         kinds = sorted({d.kind for d in docs} | set(now.kinds))
         paths = [d.path for d in docs] + [p for p in now.docs if p not in {d.path for d in docs}]

@@ -252,8 +252,8 @@ class Store:
             raise ValueError("a conversation needs a name")
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
-            self._db.execute("UPDATE conversations SET title=?, named=1 WHERE id=?", (title, chat_id))
-            self._refresh(chat_id, time.time())
+            if self._db.execute("UPDATE conversations SET title=?, named=1 WHERE id=?", (title, chat_id)).rowcount:
+                self._refresh(chat_id, time.time())
             self._db.execute("COMMIT")
 
     def delete(self, chat_id: str) -> None:
@@ -380,7 +380,7 @@ def to_json(conv: Conversation) -> str:
                  "dense_rank": c.dense_rank, "bm25_rank": c.bm25_rank, "support": c.support,
                  "verdict": v} for c, v in zip(t["result"].candidates, shown.get("verdicts", []))]
         return {"question": t["question"], "searched_as": t["result"].query, "asked_at": t.get("asked_at"),
-                "scope": t.get("scope") or None, **shown, "candidates": rows}
+                **shown, "scope": t.get("scope") or None, "candidates": rows}
     out = {"id": conv.id, "title": conv.title, "folder": conv.folder, "scope": conv.scope or None,
            "turns": [turn(t) for t in conv.turns]}
     return json.dumps(out, ensure_ascii=False, indent=2, default=str)

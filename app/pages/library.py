@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 import rag
+from app import conversation_panel as panel
 from app import ui
 from app import ui_files
 ws = ui.workspace()
@@ -87,6 +88,10 @@ with left:
                         format_func=lambda p: f"{p} ({by_path[p].status})" if p in by_path else p)
     chosen = by_path.get(path) if path else None
     if chosen is not None:
+        if st.button("Ask about this document", icon=":material/forum:", key="library_ask",
+                     disabled=chosen.status not in ("indexed", "stale"),
+                     help="A new chat that searches this document only (its scope, in the chat's sidebar)."):
+            panel.ask_about(chosen.path)
         if chosen.reason:
             st.error(ui.md_escape(chosen.reason))
         for w in chosen.warnings:

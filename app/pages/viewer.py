@@ -29,6 +29,7 @@ import streamlit as st
 
 
 import rag
+from app import conversation_panel as panel
 from app import ui
 ws = ui.workspace()
 engine = ws.engine
@@ -150,4 +151,7 @@ def region_card(located: rag.Located) -> None:
 st.title("Viewer")
 located = locate()
 if located is not None:
+    if st.button("Ask about this document", icon=":material/forum:", key="viewer_ask",
+                 help="A new chat that searches this document only (its scope, in the chat's sidebar)."):
+        panel.ask_about(located.path)
     show(located)
