@@ -344,7 +344,11 @@ def library_status(ws: Workspace) -> None:
     stats = engine.counts()
     st.caption(f"{stats.indexed} documents indexed · {stats.chunks} chunks · {stats.failed} failed · "
                f"model {md_escape(stats.model)}")
-    st.caption(md_escape(engine.language_line(stats)))
+    # Two lines at most in the sidebar: the languages and their shares; what is weaker in each in the tooltip
+    # (the Library page says it all). A trial's sidebar ran to a paragraph here.
+    line = engine.language_line(stats)
+    head, _, more = line.partition(". ")
+    st.caption(md_escape(head + ("." if more else "")), help=md_escape(line) if more else None)
     language = engine.language_warning(stats)
     if language:
         st.warning(md_escape(language))

@@ -222,6 +222,8 @@ def test_upload_ask_read_citation_then_slide_to_refusal(page, server, tmp_path):
     expect(table).to_be_visible()
     page.wait_for_timeout(1000)  # the data grid paints after it appears
     lead_columns_in_view(table)
+    answer.evaluate("e => e.scrollIntoView({block: 'start'})")  # the answer, its card and the table's first rows
+    page.wait_for_timeout(500)
     page.screenshot(path=str(tmp_path / "chat-answer.png"), full_page=True)
     if os.environ.get("RAG_UPDATE_SCREENSHOT") == "1":
         (ROOT / "docs").mkdir(exist_ok=True)
