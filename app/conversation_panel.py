@@ -200,8 +200,11 @@ def _store(turn: dict) -> None:
 
 
 def scope_note(turn: dict) -> None:
-    if label := (turn.get("scope") or {}).get("label"):
-        st.caption(ui.md_escape(label), help="Chosen in the sidebar's Scope: only these documents were searched.")
+    """The scope a turn was asked in, with what was wrong with it then (a chosen document gone or unreadable)."""
+    scope = turn.get("scope") or {}
+    if scope.get("label"):
+        text = " ".join([scope["label"], *(p[0].upper() + p[1:] + "." for p in scope.get("problems", []))])
+        st.caption(ui.md_escape(text), help="Chosen in the sidebar's Scope: only these documents were searched.")
 
 
 def refusal_note(turn: dict) -> None:

@@ -74,7 +74,7 @@ def test_damage_is_set_aside_and_the_rest_opens(tmp_path):
     store.save_turn("a", turn("When does the heron migrate?"))
     store.save_turn("a", turn("Where does it go?"))
     store.save_turn("b", turn("Who keeps the lighthouse?"))
-    store._db.execute("UPDATE turns SET data='{\"question\": ' WHERE id=?", ("Where does it go?",))
+    store._db.execute("UPDATE turns SET data=? WHERE id=?", (conv.zlib.compress(b'{"question": '), "Where does it go?"))
     opened = store.load("a")
     assert [t["question"] for t in opened.turns] == ["When does the heron migrate?"]
     assert "could not be read" in opened.set_aside[0]
