@@ -89,7 +89,8 @@ def test_a_restart_halfway_reads_only_the_pages_not_done(tmp_path, monkeypatch):
     assert all(s in doc.text for s in SOURCE[:7])
 
 
-def test_a_scan_dropped_in_the_folder_is_answered_with_its_confidence_and_marked_on_its_page(make_engine, tmp_path):
+def test_a_scan_dropped_in_the_folder_is_answered_with_its_confidence_and_marked_on_its_page(make_engine, tmp_path,
+                                                                                              monkeypatch):
     # The whole way: a scanned letter (an image-only PDF) and a photographed page (PNG) in a folder, indexed by
     # the engine; a question answered from the right sentence; the citation and the viewer say it came from
     # OCR and how sure it was; the viewer marks the quote on the page image from the recognised words' boxes.
@@ -112,3 +113,12 @@ def test_a_scan_dropped_in_the_folder_is_answered_with_its_confidence_and_marked
         located = engine.locate(citation.doc_name, citation.start, citation.end, version=citation.version)
         assert not located.problem and located.quote == citation.quote
         assert located.marks and located.marks[0].page == 1 and located.ocr[0] == pytest.approx(citation.ocr_confidence, abs=0.1)
+    # One image in the viewer page: drawn with its marks, and no page controls (a trial's photo read "Page 1 of 1"
+    # between a Previous and a Next that did nothing).
+    from tests.test_viewer import viewer
+
+    at = viewer(engine, monkeypatch, doc=citation.doc_name, start=str(citation.start), end=str(citation.end))
+    assert not at.exception, at.exception
+    assert "rag-mark" in next(h.proto.body for h in at.get("html"))
+    assert not [b for b in at.button if b.label in ("Previous page", "Next page")]
+    assert not [m for m in at.markdown if " of 1 · " in m.value]

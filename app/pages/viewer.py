@@ -72,15 +72,17 @@ def show(located: rag.Located) -> None:
         marked = [m.page for m in located.marks]
         page = int(params.get("page") or located.first_page or 1)
         page = min(max(page, 1), located.pages or 1)
-        left, mid, right = st.columns([1, 3, 1])
-        if left.button("Previous page", key="viewer_prev", disabled=page <= 1, icon=":material/chevron_left:"):
-            st.query_params["page"] = str(page - 1)
-            st.rerun()
-        if right.button("Next page", key="viewer_next", disabled=page >= located.pages, icon=":material/chevron_right:"):
-            st.query_params["page"] = str(page + 1)
-            st.rerun()
-        mid.markdown(f"Page **{page}** of {located.pages} · the passage is on page{'s' if len(marked) > 1 else ''} "
-                     f"{', '.join(str(p) for p in marked)}")
+        if (located.pages or 1) > 1:  # one image (a photo, a one-page scan): no "Page 1 of 1" and dead buttons
+            left, mid, right = st.columns([1, 3, 1])
+            if left.button("Previous page", key="viewer_prev", disabled=page <= 1, icon=":material/chevron_left:"):
+                st.query_params["page"] = str(page - 1)
+                st.rerun()
+            if right.button("Next page", key="viewer_next", disabled=page >= located.pages,
+                            icon=":material/chevron_right:"):
+                st.query_params["page"] = str(page + 1)
+                st.rerun()
+            mid.markdown(f"Page **{page}** of {located.pages} · the passage is on page{'s' if len(marked) > 1 else ''} "
+                         f"{', '.join(str(p) for p in marked)}")
         draw = rag.reading.viewer.render_page if located.kind == "pdf" else rag.reading.viewer.render_image
         png, width, height = draw(engine.document_bytes(located.path), page)
         rects = [r for m in located.marks if m.page == page for r in m.rects]
