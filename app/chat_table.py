@@ -44,7 +44,7 @@ FUSION_NAME = {"zscore": "z-scores", "minmax": "min-max scaled scores", "rrf": "
 # the numbers after: a trial at 1440 px found the right row's document off the right edge, behind ten numbers.
 LEAD_COLUMNS = ["document", "place", "preview", "verdict"]
 # Their widths in pixels: the four together fit the chat's column at 1280 px with the sidebar open (728 px there).
-LEAD_WIDTHS = (140, 110, 210, 220)
+LEAD_WIDTHS = (130, 110, 180, 260)  # the verdict widest: its one line says what a row lacked
 COLUMNS = LEAD_COLUMNS + ["fused", "score", "dense", "BM25", "distance", "margin", "support", "needs", "lacks"]
 JUDGE_COLUMNS = ["judge", "judge rank"]  # after the verdict, when the judge read the rows
 MODEL_COLUMNS = ["likely"]  # after the verdict, when the support model weighed the rows (a language it reads)
