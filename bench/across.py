@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 import rag  # noqa: E402
 from lab.judge_data import split_of  # noqa: E402
-from lab.metrics import fmt_rate, rate  # noqa: E402
+from lab.metrics import fmt_rate, rate, sign_test  # noqa: E402
 from rag.deciding.gate import gate  # noqa: E402
 from rag.deciding.needles import contains  # noqa: E402
 from rag.settings import load_settings  # noqa: E402
@@ -63,6 +63,7 @@ def searched(qlang: str, flang: str, out: Path, multilingual: bool,
         return unrelated[question]
 
     engine.calibrate_with(remember, settings)
+    engine._across_unrelated = unrelated  # for answer_sentences
     return engine, qs, results, unrelated
 
 
@@ -80,6 +81,31 @@ def rows_for(engine, qs, results, unrelated, ceiling: float, ids: dict[str, str]
                      "r1": bool(needle) and bool(result.candidates) and contains(result.candidates[0].content, needle),
                      "r4": bool(needle) and any(contains(c.content, needle) for c in result.candidates[:4])})
     return rows, calibration
+
+
+def answer_sentences(engine, qs, results, ceiling: float) -> dict:
+    """For the answerable questions answered from a passage in another language: does the extractive answer quote
+    the needle when MiniLM ranks the kept passages' sentences (before) and when the multilingual model does (the
+    app since issue 62: rag.answering.answer.ExtractiveGenerator's `side`)? Both from the same gate."""
+    from rag.answering.answer import AnswerRule, ExtractiveGenerator
+
+    s = engine.settings.replace(across_ceiling=ceiling)
+    _, calibration = rows_for(engine, qs, results, engine._across_unrelated, ceiling, article_of_ids())
+    kw = dict(max_sentences=s.tuning.answer_sentences, rule=AnswerRule.of(s.tuning))
+    ways = {"MiniLM": ExtractiveGenerator(engine.embedder, **kw), "multilingual": ExtractiveGenerator(engine.embedder, side=engine.side, **kw)}
+    got = {name: [] for name in ways}
+    for q, result in zip(qs, results):
+        if q["kind"] != "answerable" or not q.get("needle"):
+            continue
+        lang = result.language or q["lang"]
+        rule = calibration.rule(lang, s.tuning.min_support, s.tuning.close_support, s.tuning.ramp_support)
+        g = gate(result, calibration.threshold(lang), s.max_chunks, rule)
+        if not any(c.across for c in g.kept):
+            continue
+        for name, gen in ways.items():
+            chosen = gen.choose(q["question"], g.citations)
+            got[name].append(any(contains(c.text, q["needle"]) or contains(q["needle"], c.text) for c in chosen))
+    return got
 
 
 def summary(rows: list[dict], split: str) -> dict:
@@ -135,6 +161,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{p}, cut {calibration.rule(p.split('>')[0], 0.5, 0.2).across_cut}")
         for split in ("dev", "test", "all"):
             print("  " + show(split, summary(rows, split)))
+    for p in runs:
+        engine, qs, results, _ = runs[p]
+        got = answer_sentences(engine, qs, results, chosen)
+        before, after = got["MiniLM"], got["multilingual"]
+        t = sign_test([float(x) for x in after], [float(x) for x in before])
+        print(f"{p}: answered from a passage in another language, the needle quoted: MiniLM ranking the sentences "
+              f"{fmt_rate(rate(sum(before), len(before)))}, the multilingual model {fmt_rate(rate(sum(after), len(after)))} "
+              f"({t}; all splits: no value was chosen on them)")
     if args.off:
         for pair in args.pairs.split(","):
             qlang, flang = pair.split(">")

@@ -542,7 +542,7 @@ class Engine:
         return gate(result, threshold, self.settings.max_chunks if max_chunks is None else max_chunks, rule)
 
     def generator(self) -> Generator:
-        return make_generator(self.settings, self.embedder)
+        return make_generator(self.settings, self.embedder, self.side)
 
     def answer(self, gated: Gated, generator: Generator | None = None, standalone: str | None = None,
                on_text: Callable[[str], None] | None = None) -> Answer:

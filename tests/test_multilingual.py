@@ -141,3 +141,16 @@ def test_the_fast_path_gives_the_fp32_forwards_vectors(monkeypatch):
         assert np.min(np.sum(f * e, axis=1)) > 0.999
     # e5 reads a question and a passage differently (its "query: " and "passage: " prefixes).
     assert np.max(np.sum(fast[0] * fast[1], axis=1)) < 0.999
+
+
+def test_an_answer_from_a_passage_in_another_language_quotes_the_sentence_that_answers(make_engine, tmp_path):
+    # MiniLM's similarity across languages says next to nothing: it quoted the sentence after the one that answers.
+    # The multilingual model ranks the sentences of a passage in another language than the question's.
+    upload = ("# Uploading\n\n## Size limits\n\n### Upload limit\n\nA single upload may be at most 50 MB. Larger files are "
+              "rejected by the browser form before anything is copied. If you need to search a bigger file, place it "
+              "in the folder directly with your file manager; the page and character limits below still apply when "
+              "it is indexed.\n")
+    engine = indexed_folder(make_engine, tmp_path, "upload", {"uploading.md": upload, "library.md": NOTES["library.md"]})
+    turn = engine.ask("Qual é o tamanho máximo de um arquivo enviado?")
+    assert turn.gated.kept and turn.gated.kept[0].across, refusal_sentence(turn.gated)
+    assert turn.answer.text.startswith("A single upload may be at most 50 MB. [1]")

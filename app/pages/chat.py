@@ -89,9 +89,9 @@ def answer_for(turn: dict, gated: rag.Gated, mode_name: str, slot) -> tuple[rag.
         return known
     problem, pieces = "", []
     try:
-        generator = rag.make_generator(settings.replace(answer_mode=mode_name), engine.embedder)
+        generator = rag.make_generator(settings.replace(answer_mode=mode_name), engine.embedder, engine.side)
     except ValueError as exc:  # an llm_base_url that is not an http(s) URL: say so, answer extractively
-        generator = rag.make_generator(settings.replace(answer_mode="extractive"), engine.embedder)
+        generator = rag.make_generator(settings.replace(answer_mode="extractive"), engine.embedder, engine.side)
         problem = f"{exc}; showing the extractive answer"
 
     def on_text(piece: str) -> None:

@@ -38,6 +38,7 @@ from rag.indexing.chunk import prose_sentences
 from rag.deciding.citations import (NO_ANSWER_SENTENCE, Citation, CitationCheck, as_quoted, check_citations,
                                     numbers_text)
 from rag.indexing.embed import Embedder
+from rag.indexing.multilingual import MultilingualEmbedder
 from rag.searching.followup import referred_words
 from rag.deciding.gate import Gated
 from rag.text.lexical import analyze, fold, term_tokens
@@ -171,8 +172,11 @@ class ExtractiveGenerator:
     answers_as_asked = True
 
     def __init__(self, embedder: Embedder, max_sentences: int = 3, min_words: int = 3,
-                 rule: AnswerRule = ANSWER_RULE):
+                 rule: AnswerRule = ANSWER_RULE, side: MultilingualEmbedder | None = None):
+        """`side`: the multilingual model, which ranks the sentences when a kept passage is in another language
+        than the question's (MiniLM's similarity across languages says next to nothing)."""
         self.embedder = embedder
+        self.side = side
         self.max_sentences = max_sentences
         self.min_words = min_words
         self.rule = rule
@@ -213,8 +217,13 @@ class ExtractiveGenerator:
         # Each sentence is read under its heading, as a reader would: "Lead: Tomasz Vierling." answers "Who
         # leads Project Heron?" under "Project Heron", and alone it names no project at all.
         read = [f"{h}: {p[3]}" if h else p[3] for h, p in zip(heads, pool)]
-        vecs = self.embedder.embed_cached([searched or question] + read)
-        sims = vecs[1:] @ vecs[0]
+        if self.side is not None and any(c.multilingual_distance is not None for c in citations):
+            # A passage in another language: "Qual é o tamanho máximo de um arquivo enviado?" was answered from
+            # the English upload notes with the sentence after "A single upload may be at most 50 MB." by MiniLM.
+            sims = self.side.embed_batch(read) @ self.side.embed_queries([searched or question])[0]
+        else:
+            vecs = self.embedder.embed_cached([searched or question] + read)
+            sims = vecs[1:] @ vecs[0]
         terms = question_terms(question)
         if searched:
             pointing = referred_words(question)
@@ -329,10 +338,11 @@ def _without_row_pipes(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def make_generator(settings, embedder: Embedder) -> Generator:
-    """The generator the settings ask for: extractive, or an LLM with the extractive as its fallback."""
+def make_generator(settings, embedder: Embedder, side: MultilingualEmbedder | None = None) -> Generator:
+    """The generator the settings ask for: extractive, or an LLM with the extractive as its fallback. `side`: the
+    multilingual model, for answers from passages in another language than the question's."""
     extractive = ExtractiveGenerator(embedder, max_sentences=settings.tuning.answer_sentences,
-                                     rule=AnswerRule.of(settings.tuning))
+                                     rule=AnswerRule.of(settings.tuning), side=side)
     if settings.answer_mode != "llm":
         return extractive
     if not settings.llm_base_url:
