@@ -32,7 +32,7 @@ test: install
 # `python -m` puts the repository on the path, so `-p` finds the guard: the doctests run under it too.
 check: install
 	bash scripts/install-ocr.sh
-	$(BIN)/python -m pytest -q -p no:cacheprovider -p tests.unit.no_model tests/unit rag lab app/inert.py app/chat_view.py app/chat_table.py app/chat_session.py
+	$(BIN)/python -m pytest -q -p no:cacheprovider -p tests.unit.no_model tests/unit rag lab app/inert.py app/chat_view.py app/chat_table.py app/chat_session.py app/conversations.py
 
 bench: install
 	$(BIN)/python bench/bench_engine.py

@@ -6,7 +6,8 @@ and what each turn adds about them (its scope, "Ask again" and what changed).
   export as Markdown or JSON; notices about anything the store set aside; the scope picker (documents,
   subfolders, formats), kept per conversation.
 - `doc_ids()` / `asked()`: the scope a question is searched with, recorded on its turn, and the turn stored.
-- `keep()`: after a turn is drawn, what it showed is stored (only when it changed), and its *Ask again* button.
+- `keep()`: after a turn is drawn, what it showed is stored (only when it changed), and its *Ask again* button;
+  `done()`: the page drawn again when its question changed the list.
 - `scope_note()`, `refusal_note()`: the turn's scope above its answer and table, and in a refusal.
 - `ask_about()`: the Library's and the Viewer's *Ask about this document*: a new chat scoped to it.
 
@@ -76,6 +77,7 @@ def sidebar(ws: ui.Workspace) -> None:
                   icon=":material/undo:", on_click=_undo, width="stretch")
     words = st.text_input("Find", key="conv_find", placeholder="words of a question or an answer")
     found = store.list(words, limit=LISTED + 1)
+    st.session_state["conv_first"] = found[0].id if found else None  # see `done`
     for s in found[:LISTED]:
         here = s.id == _current()
         st.button(ui.md_escape(s.title), key=f"conv-{s.id}", width="stretch", type="primary" if here else "secondary",
@@ -191,6 +193,16 @@ def asked(ws: ui.Workspace, chat: ChatSession) -> None:
         turn["again_of"] = again["of"]
     for t in chat.turns[-2:]:
         _store(t)
+    st.session_state["conv_stored"] = True
+
+
+def done() -> None:
+    """At the end of the chat page: the sidebar was drawn before this run's question was stored, so when that
+    question started a conversation or moved it up the list, the page is drawn once more (its turns are
+    remembered: nothing is searched or answered again)."""
+    if st.session_state.pop("conv_stored", False) and not st.session_state.get("conv_find") \
+            and st.session_state.get("conv_first") != _current():
+        st.rerun()
 
 
 def _store(turn: dict) -> None:
@@ -203,7 +215,7 @@ def scope_note(turn: dict) -> None:
     """The scope a turn was asked in, with what was wrong with it then (a chosen document gone or unreadable)."""
     scope = turn.get("scope") or {}
     if scope.get("label"):
-        text = " ".join([scope["label"], *(p[0].upper() + p[1:] + "." for p in scope.get("problems", []))])
+        text = scope["label"] + "".join(f" Scope: {p}." for p in scope.get("problems", []))
         st.caption(ui.md_escape(text), help="Chosen in the sidebar's Scope: only these documents were searched.")
 
 

@@ -191,3 +191,4 @@ if not len(chat):
 
 for i, turn in enumerate(chat.turns):
     render_turn(i, turn)
+panel.done()  # the sidebar's list, drawn before this run's question was stored

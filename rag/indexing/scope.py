@@ -24,6 +24,9 @@ threshold is the folder's, whatever part of it is asked).
 ('notes/c.md could not be read (not UTF-8): it is not searched', 'gone.md is no longer in the folder')
 >>> resolve(Scope(under=("notes",), kinds=("pdf",)), docs).doc_ids
 ('d2',)
+>>> resolve(Scope(docs=("a.md",)), docs).refusal()
+'The chosen document (a.md) does not answer this; the rest of the folder was not searched. Clear the scope to ask the whole folder.'
+
 >>> resolve(Scope(), docs).doc_ids is None
 True
 """
@@ -73,7 +76,8 @@ class Resolved:
         """The scope in a few words: "the 2 chosen documents (a.md, b.md)", "the folder notes/ (3 documents)"."""
         s, parts = self.scope, []
         if s.docs:
-            parts.append(f"the {_count(len(s.docs), 'chosen document')} ({_names(s.docs)})")
+            many = f"{len(s.docs)} chosen documents" if len(s.docs) > 1 else "chosen document"
+            parts.append(f"the {many} ({_names(s.docs)})")
         if s.under:
             parts.append(("the folder" if len(s.under) == 1 else "the folders") + " " +
                          ", ".join(u + "/" for u in s.under))
@@ -93,10 +97,12 @@ class Resolved:
         """What a refusal adds: that nothing in the scope answers, and that the rest was not searched."""
         if self.doc_ids is None:
             return ""
+        alone = len(self.scope.docs) == 1 and not self.scope.under
         if not self.doc_ids:
-            return f"None of {self.label} can be searched: clear the scope or choose others."
-        return (f"None of {self.label} answers this; the rest of the folder was not searched. Clear the scope "
-                "to ask the whole folder.")
+            who = f"{self.label[0].upper()}{self.label[1:]} cannot" if alone else f"None of {self.label} can"
+            return f"{who} be searched: clear the scope or choose others."
+        says = f"{self.label[0].upper()}{self.label[1:]} does not answer" if alone else f"None of {self.label} answers"
+        return f"{says} this; the rest of the folder was not searched. Clear the scope to ask the whole folder."
 
 def resolve(scope: Scope, documents: Sequence[DocRecord]) -> Resolved:
     """The ids, paths and problems of `scope` over the library's `documents` (see the module's doc)."""
