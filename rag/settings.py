@@ -72,8 +72,8 @@ class Tuning:
     bm25_b: float = 0.75
     # The multilingual side (rag.indexing.multilingual): off, neither embedded nor searched.
     multilingual: bool = True
-    multilingual_weight: float = 0.2  # in the question's language, which MiniLM does not read
-    multilingual_weight_read: float = 0.0  # in the question's language, which MiniLM reads
+    multilingual_weight: float = 0.6  # in the question's language, which MiniLM does not read
+    multilingual_weight_read: float = 1.0  # in the question's language, which MiniLM reads
     multilingual_weight_across: float = 1.0  # in another language than the question's
     across_ceiling: float = 0.16  # the highest multilingual cut for a passage in another language (e5's scale)
     # Feedback (rag.searching.search.feedback): the best `feedback` rows stay, a second search orders the rest.

@@ -230,7 +230,8 @@ def test_slider_regates_without_searching_again(engine):
     # The threshold the refusal names lets a passage through: the nearest one that holds the question's words.
     threshold_slider(at).set_value(needed).run()
     assert len(citations(at)) >= 1
-    assert max(d for _, _, d in citations(at)) == pytest.approx(needed, abs=0.0005)
+    # (The refusal names the distance rounded up to three places, a card rounds it: the two differ by 0.001 at most.)
+    assert needed - 0.001 - 1e-9 <= max(d for _, _, d in citations(at)) <= needed + 1e-9
 
     # The button puts the calibrated threshold back.
     at.sidebar.button(key="threshold_reset").click().run()
@@ -526,13 +527,10 @@ def test_unrelated_questions_are_refused_and_the_refusal_names_the_failed_test(e
     assert not at.exception, at.exception
     assert any(plain(c.value).startswith("Calibrated for Portuguese:") for c in at.sidebar.caption)
     refusal = [t.value for t in at.text if t.value.startswith("NO ANSWER")]
-    # The closest passages are English (the multilingual side finds them; no Portuguese note holds its words):
-    # judged by the multilingual distance, none comes close enough in meaning.
-    assert len(refusal) == 1 and refusal[0].startswith("NO ANSWER: the closest passages are in English, and none is "
-                                                       "close enough in meaning") and "multilingual distance" in refusal[0]
-    assert any("no passage is close enough in meaning" in m for m in markdowns(at))
-    # No threshold would help, and the refusal says why.
-    assert any("No threshold would" in m and "another language" in m for m in markdowns(at))
+    # The multilingual model puts the folder's Portuguese notes first (none about cakes): they never mention the
+    # question's words, and the English passages it finds too are not close enough in meaning.
+    assert len(refusal) == 1 and refusal[0].startswith("NO ANSWER: the passages under cosine distance") \
+        and '"receita"' in refusal[0] and '"bolo"' in refusal[0], refusal
     assert citations(at) == []
 
     at.chat_input[0].set_value("How do I upload a PDF?").run()

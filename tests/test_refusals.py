@@ -294,7 +294,7 @@ def test_a_refusal_on_support_says_when_the_passages_are_in_another_language(mak
 
 @pytest.mark.parametrize("question, other", [
     ("What is the monthly rent of the warehouse?", "Portuguese"),  # the lease is not even among the closest
-    ("Quantos dias de férias pagas tenho por ano?", "English"),
+    ("Quantos dias de teletrabalho posso fazer por semana?", "English"),
 ])
 def test_a_refusal_in_a_bilingual_folder_says_the_folder_holds_another_language(make_engine, tmp_path, question,
                                                                                  other):
@@ -313,6 +313,9 @@ def test_a_refusal_in_a_bilingual_folder_says_the_folder_holds_another_language(
         rag.explain(turn.gated)
     assert engine.ask("Qual é a renda mensal do armazém?").gated.kept  # asked in its language, it is found
     assert engine.ask("How many days of paid leave do I get?").gated.kept
+    # What the folder holds in the other language is found across languages (the multilingual side's distance).
+    leave = engine.ask("Quantos dias de férias pagas tenho por ano?").gated.kept
+    assert leave and leave[0].doc_name == "handbook.md" and leave[0].across
 
 
 def test_an_answer_joining_two_documents_that_each_lack_the_others_words_says_so(make_engine, tmp_path, capsys):
@@ -502,14 +505,16 @@ def test_far_out_a_passage_needs_more_of_the_question_words(make_engine, tmp_pat
     assert engine.calibrated().languages["en"].rise_from == rule.rise_from
     invoice = next(c for c in turn.gated.candidates if c.doc_name == "invoice_policy.pdf" and "late fee" in c.content)
     assert invoice.distance > rule.rise_from and rule.min_support <= invoice.support < rule.needed_by(invoice)
-    assert turn.answer.refused and turn.gated.failed == SUPPORT, turn.answer.text
-    assert rag.explain(turn.gated).hint.endswith("ask in Portuguese (the search looks for the question's own words).")
+    # The invoice's late fee is not the answer; the fee the Portuguese rules set is, found across languages.
+    assert invoice not in turn.gated.kept
+    assert [c.doc_name for c in turn.gated.kept][:1] == ["regulamento_condominio.md"] and turn.gated.kept[0].across, \
+        turn.answer.text
     # Without the rise (rise_percentile 1: it never rises) the same passage was the answer.
     flat = make_engine(small_folder, index_dir=tmp_path / "idx-flat", rise_percentile=1.0)
     flat.sync()
     bluff = flat.ask(question)
     assert bluff.gated.rule.rise_from == math.inf and rising_text(bluff.gated.rule) == ""
-    assert [c.doc_name for c in bluff.gated.kept] == ["invoice_policy.pdf"], refusal_sentence(bluff.gated)
+    assert "invoice_policy.pdf" in [c.doc_name for c in bluff.gated.kept], refusal_sentence(bluff.gated)
     # Its own questions, in each language, still answer.
     for asked, doc in (("What is the code of the tool shed?", "garden.md"),
                        ("What is the late fee for overdue invoices?", "invoice_policy.pdf"),
