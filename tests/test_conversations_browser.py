@@ -184,7 +184,8 @@ def test_a_scope_of_two_documents_refuses_what_a_third_answers(app, browser, tmp
     page = fresh_page(browser, tmp_path)
     ready(page, app.url)
     sidebar = page.locator('[data-testid="stSidebar"]')
-    sidebar.get_by_text("Scope: the whole folder").click()
+    expect(sidebar.get_by_text("Scope: the whole folder")).to_be_visible()
+    sidebar.get_by_text("Choose the scope").click()
     for name in ("citations.md", "uploading.md"):
         field = page.locator(".st-key-scope_docs input")
         field.click()
