@@ -163,11 +163,12 @@ def question_weights(settings: Settings, language: str, model_languages: Sequenc
     `language`: the question's, or the folder's main language when the question's is unclear.
 
     >>> from rag.settings import Settings
-    >>> s = Settings().replace(dense_weight=0.6, dense_weight_unread=0.1, bm25_weight=0.4)
+    >>> s = Settings().replace(dense_weight=0.6, dense_weight_unread=0.1, bm25_weight=0.4, multilingual_weight=0.6,
+    ...                        multilingual_weight_read=1.0)
     >>> question_weights(s, "pt", ("en",), ("en", "pt")), question_weights(s, "en", ("en",), ("en", "pt"))
-    ({'dense': 0.1, 'bm25': 0.4, 'multilingual': 0.2}, {'dense': 0.6, 'bm25': 0.4, 'multilingual': 0.0})
+    ({'dense': 0.1, 'bm25': 0.4, 'multilingual': 0.6}, {'dense': 0.6, 'bm25': 0.4, 'multilingual': 1.0})
     >>> question_weights(s, "pt", ("en",), ("en",))  # a Portuguese question about English notes
-    {'dense': 0.6, 'bm25': 0.4, 'multilingual': 0.2}
+    {'dense': 0.6, 'bm25': 0.4, 'multilingual': 0.6}
     """
     unread = language not in model_languages and language in folder_languages
     read = language in model_languages
