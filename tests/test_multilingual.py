@@ -132,7 +132,7 @@ def test_the_fast_path_gives_the_fp32_forwards_vectors(monkeypatch):
     texts = ["The library opens at nine in the morning and closes at six in the evening, Monday to Saturday.",
              "O aluguel mensal do apartamento é de 2.300 reais, pago até o dia 5 de cada mês.",
              "La biblioteca abre a las nueve de la mañana y cierra a las seis de la tarde.",
-             "Quanto custa a inscrição na regata?"]
+             "Quanto custa a inscrição na regata?"] * 2  # a batch: bfloat16 from 8 texts (a question alone is fp32)
     side, minilm = load_multilingual(), rag.load_embedder()
     fast = [side.embed_batch(texts), side.embed_queries(texts), minilm.embed_batch(texts)]
     monkeypatch.setattr(embed_module, "bf16_native", lambda: False)

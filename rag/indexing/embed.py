@@ -44,7 +44,7 @@ class Embedder:
         """Unit vectors, float32, one row per text."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        with self._lock, cpu_bf16():  # torch on 2 cores: one batch at a time is faster than two fighting
+        with self._lock, cpu_bf16(len(texts)):  # torch on 2 cores: one batch at a time is faster than two fighting
             vecs = self._model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                                       convert_to_numpy=True, show_progress_bar=False)
         vecs = np.asarray(vecs, dtype=np.float32)
@@ -100,8 +100,13 @@ def bf16_native() -> bool:
     return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
 
 
-def cpu_bf16():
-    """torch's bfloat16 autocast where the CPU computes bfloat16 natively, else nothing (emulated, it is slower).
+BF16_FROM = 8  # texts in a call from which bfloat16 pays: a question alone is faster in fp32 (below)
+
+
+def cpu_bf16(n: int = BF16_FROM):
+    """torch's bfloat16 autocast for a call of `n` texts where the CPU computes bfloat16 natively, else nothing
+    (emulated, it is slower; and for one question alone the casts cost more than they save: MiniLM 17.6 -> 23.2 ms,
+    e5 31.9 -> 40.0 ms measured here, so questions stay in fp32).
 
     Measured on 192 SQuAD chunks in three languages (bench/bench_embed.py, docs/benchmarks.md): MiniLM 16.5 ->
     7.2 ms a chunk, multilingual-e5-small 30.2 -> 14.2, with every vector at cosine >= 0.99997 of its fp32 one,
@@ -111,7 +116,7 @@ def cpu_bf16():
 
     import torch
 
-    return torch.autocast("cpu", dtype=torch.bfloat16) if bf16_native() else contextlib.nullcontext()
+    return torch.autocast("cpu", dtype=torch.bfloat16) if n >= BF16_FROM and bf16_native() else contextlib.nullcontext()
 
 
 def resolve_model(model: str) -> tuple[str, Path]:

@@ -13,8 +13,8 @@ The search fuses it as a third side (rag.searching.fusion), and the gate reads i
 another language than the question's (rag.deciding.gate). MiniLM stays the model whose cosine distance the
 citations show and the slider moves.
 
-Fast enough to index with: the forward runs in bfloat16 where the CPU computes it (rag.indexing.embed.cpu_bf16:
-14 ms a chunk here, against 30 in fp32), batches of texts of similar length (little padding), and the
+Fast enough to index with: a batch's forward runs in bfloat16 where the CPU computes it (rag.indexing.embed.cpu_bf16:
+14 ms a chunk here, against 30 in fp32; a question alone stays in fp32, faster so), batches of texts of similar length (little padding), and the
 word-piece matrix stays in its 4-bit blocks, dequantised a batch's rows at a time (54 MB instead of 384).
 
 What it does not do: store vectors (rag.indexing.store does, in a collection of its own) or decide when its side
@@ -70,7 +70,7 @@ class MultilingualEmbedder:
             return out
         bert, tok = self._model
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths together: little padding
-        with self._lock, torch.inference_mode(), cpu_bf16():  # one forward pass at a time: two on two cores only fight
+        with self._lock, torch.inference_mode(), cpu_bf16(len(texts)):  # one forward pass at a time: two on two cores only fight
             for at in range(0, len(order), BATCH):
                 rows = order[at:at + BATCH]
                 enc = tok([prefix + texts[i] for i in rows])
