@@ -269,7 +269,7 @@ def test_feedback_with_a_pool_orders_the_rows_the_first_search_found_not_the_who
     qv = sample_engine.embedder.embed_batch([QUESTION])[0]
     pool = set(dense_top(snap, qv, n)[0]) | {i for i, _ in snap.lexical.top(QUESTION, n)}
     if snap.side_vectors is not None:
-        sq = sample_engine.side.embed_batch([QUESTION])[0]
+        sq = sample_engine.side.embed_queries([QUESTION])[0]
         pool |= set(dense_top(snap, sq, n, side="multilingual")[0])
     assert on.pooled == len(pool) and f"among the {len(pool)} passages the first search's sides listed" in on.feedback_note
     placed = [snap.pos[c.chunk_id] for c in on.candidates[5:]]
