@@ -469,13 +469,15 @@ def test_language_warning_for_a_portuguese_folder_and_not_an_english_one(make_en
     assert warning and "Portuguese" in warning and "calibrate" in warning and "multilingual" in warning
     # The dense side weighs less for a question in a language the model does not read, asked of a folder
     # that holds that language (BM25 matches its words).
-    assert engine.search("devoluções").weights == {"dense": 0.1, "bm25": 0.4, "multilingual": 0.2}
+    assert engine.search("devoluções").weights == {"dense": 0.1, "bm25": 0.4,
+                                                   "multilingual": engine.settings.tuning.multilingual_weight}
     en = tmp_path / "en"
     write(en, "errors.md", ERR_DOC)
     english = make_engine(en, index_dir=tmp_path / "idx-en")
     english.sync()
     assert english.language_warning() is None
-    assert english.search("ERR-4017").weights == {"dense": 0.6, "bm25": 0.4, "multilingual": 0.0}
+    assert english.search("ERR-4017").weights == {"dense": 0.6, "bm25": 0.4,
+                                                  "multilingual": english.settings.tuning.multilingual_weight_read}
     # A model whose card (or setting) covers Portuguese does not warn.
     engine.embedder.languages, saved = ("en", "pt"), engine.embedder.languages
     try:
