@@ -110,7 +110,7 @@ def cpu_bf16(n: int = BF16_FROM):
 
     Measured on 192 SQuAD chunks in three languages (bench/bench_embed.py, docs/benchmarks.md): MiniLM 16.5 ->
     7.2 ms a chunk, multilingual-e5-small 30.2 -> 14.2, with every vector at cosine >= 0.99997 of its fp32 one,
-    so a distance moves by 3e-5 at most and fp32 and bf16 vectors of one model stay comparable (the stamp is
+    so a distance moves by about 1e-3 (0.008 at most) and fp32 and bf16 vectors of one model stay comparable (the stamp is
     the model's, not the precision's)."""
     import contextlib
 
