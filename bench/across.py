@@ -63,7 +63,6 @@ def searched(qlang: str, flang: str, out: Path, multilingual: bool,
         return unrelated[question]
 
     engine.calibrate_with(remember, settings)
-    engine._across_unrelated = unrelated  # for answer_sentences
     return engine, qs, results, unrelated
 
 
@@ -83,14 +82,14 @@ def rows_for(engine, qs, results, unrelated, ceiling: float, ids: dict[str, str]
     return rows, calibration
 
 
-def answer_sentences(engine, qs, results, ceiling: float) -> dict:
+def answer_sentences(engine, qs, results, unrelated, ceiling: float) -> dict:
     """For the answerable questions answered from a passage in another language: does the extractive answer quote
     the needle when MiniLM ranks the kept passages' sentences (before) and when the multilingual model does (the
     app since issue 62: rag.answering.answer.ExtractiveGenerator's `side`)? Both from the same gate."""
     from rag.answering.answer import AnswerRule, ExtractiveGenerator
 
     s = engine.settings.replace(across_ceiling=ceiling)
-    _, calibration = rows_for(engine, qs, results, engine._across_unrelated, ceiling, article_of_ids())
+    _, calibration = rows_for(engine, qs, results, unrelated, ceiling, article_of_ids())
     kw = dict(max_sentences=s.tuning.answer_sentences, rule=AnswerRule.of(s.tuning))
     ways = {"MiniLM": ExtractiveGenerator(engine.embedder, **kw), "multilingual": ExtractiveGenerator(engine.embedder, side=engine.side, **kw)}
     got = {name: [] for name in ways}
@@ -162,8 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         for split in ("dev", "test", "all"):
             print("  " + show(split, summary(rows, split)))
     for p in runs:
-        engine, qs, results, _ = runs[p]
-        got = answer_sentences(engine, qs, results, chosen)
+        engine, qs, results, unrelated = runs[p]
+        got = answer_sentences(engine, qs, results, unrelated, chosen)
         before, after = got["MiniLM"], got["multilingual"]
         t = sign_test([float(x) for x in after], [float(x) for x in before])
         print(f"{p}: answered from a passage in another language, the needle quoted: MiniLM ranking the sentences "
