@@ -28,6 +28,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from rag.indexing.chunk import Chunk, Strategy, chunk_document
+from rag.indexing import heap
 from rag.indexing.embed import Embedder, count_tokens, header_share
 from rag.reading.extract import SUPPORTED, extract_bytes, kind_of, version_of
 from rag.reading.document import ExtractionError, Extracted
@@ -92,23 +93,6 @@ def _lang_meta(lang: str) -> dict:
 def _light(c: StoredChunk) -> StoredChunk:
     """A chunk reduced to what a snapshot that reads the store holds of it (rag.indexing.served)."""
     return StoredChunk(c.id, c.doc_id, "", _lang_meta(c.meta.get("lang", "")))
-
-
-def _trim_heap() -> None:
-    """Hand the heap's freed pages back to the system (glibc's malloc_trim). Reading a large index from
-    Chroma leaves hundreds of megabytes freed but still resident (measured: 300 MB at 10,000 chunks, more
-    than the snapshot itself); without this the app's resident set keeps the peak of every rebuild."""
-    try:
-        _libc().malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to give back this way
-        pass
-
-
-@functools.lru_cache(maxsize=1)
-def _libc():
-    import ctypes
-
-    return ctypes.CDLL("libc.so.6")
 
 
 def doc_id_for(rel_path: str) -> str:
@@ -310,7 +294,7 @@ class Indexer:
                 _, cover = self.snapshot.graph_for(side)
                 self.graphs.offer(side, matrix, self.snapshot.chunks, cover)
             self._published(records)
-        _trim_heap()
+        heap.trim()  # Chroma leaves hundreds of megabytes freed but resident after a large read
 
     def _publish_served(self, held: list[_Held], chunks: list[StoredChunk], docs: dict, versions: dict,
                         records: dict[str, DocRecord]) -> None:
