@@ -8,7 +8,10 @@ question counts as answered when the gate kept a passage; its place is right whe
 its answer quotes first names that heading. Reported: answered questions, and the share of them cited at the
 right place.
 
-    python bench/places.py FOLDER            # FOLDER holds the files named in QUESTIONS (see docs/benchmarks.md)
+    python bench/places.py FOLDER [setting=value ...]   # FOLDER holds the files named in QUESTIONS (docs/benchmarks.md)
+
+It also asks `UNRELATED` questions (English and Portuguese) that nothing in the files answers, and counts the
+refusals.
 
 What it does not do: fetch the files (they are on this machine or in the packages' source archives), or judge
 whether the answer is right (only where its citation points).
@@ -55,12 +58,30 @@ QUESTIONS = [
 ]
 
 
-def main(folder: Path) -> dict:
+# Questions these files cannot answer, in English and Portuguese (written for this check, after the files were
+# chosen): each should be refused.
+UNRELATED = [
+    "What is the boiling point of water at the top of Mount Everest?",
+    "Who won the 1998 FIFA World Cup final?",
+    "How long should sourdough bread proof before baking?",
+    "What is the capital of Australia?",
+    "How many moons does Jupiter have?",
+    "Quanto custa a inscrição na regata de sábado?",
+    "Qual é a receita tradicional do bacalhau à Gomes de Sá?",
+    "Quem escreveu Os Lusíadas?",
+    "Quando abre a piscina municipal no verão?",
+    "Qual é a dose recomendada de vitamina D para adultos?",
+]
+
+
+def main(folder: Path, overrides: dict | None = None) -> dict:
+    """`overrides`: settings for the engine (e.g. {"judge": True, "judge_path": DIR}), as bench/judge_eval.py
+    passes them."""
     from rag.engine import Engine
     from rag.settings import load_settings
 
     with tempfile.TemporaryDirectory() as index:
-        settings = load_settings(env={}, folder=str(folder), index_dir=index)
+        settings = load_settings(env={}, folder=str(folder), index_dir=index, **(overrides or {}))
         engine = Engine(settings)
         engine.sync()
         rows = []
@@ -72,17 +93,22 @@ def main(folder: Path) -> dict:
             rows.append({"question": question, "file": name, "place": place,
                          "answered": not turn.answer.refused, "cited": first and f"{first.doc_name} · {first.locator}",
                          "right": bool(first and first.doc_name == name and place in first.locator)})
+        unrelated = [(q, engine.ask(q).answer.refused) for q in UNRELATED]
         engine.close()
     answered = [r for r in rows if r["answered"]]
     right = sum(r["right"] for r in answered)
     for r in rows:
         print(f"{'ok ' if r['right'] else '-- ' if r['answered'] else 'ref'} {r['question']}\n      {r['cited']}  "
               f"(look: {r['place']})")
+    for q, refused in unrelated:
+        print(f"{'refused ' if refused else 'ANSWERED'} {q}")
     summary = {"questions": len(rows), "answered": len(answered), "right_place": right,
-               "share": right / len(answered) if answered else 0.0}
+               "share": right / len(answered) if answered else 0.0,
+               "unrelated": len(unrelated), "unrelated_refused": sum(r for _, r in unrelated)}
     print(json.dumps(summary))
     return summary
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    # python bench/places.py FOLDER [setting=value ...]   e.g. judge=true judge_path=DIR judge_languages=en,pt
+    main(Path(sys.argv[1]), dict(kv.split("=", 1) for kv in sys.argv[2:]))

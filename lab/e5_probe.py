@@ -32,10 +32,10 @@ from lab.judge_data import pairs  # noqa: E402
 from lab.train_judge import KINDS, auc  # noqa: E402
 
 
-def sample(cap: int) -> list:
+def sample(cap: int, split: str = "dev") -> list:
     """The first `cap` answerable questions of each language (all their pairs but near misses) and its first `cap`
-    near misses, in the seeded order `pairs` gives."""
-    every, keep = pairs("dev", seed=13, p_near=1.0), []
+    near misses, in the seeded order `pairs` gives, from `split` (dev; test only to report)."""
+    every, keep = pairs(split, seed=13, p_near=1.0), []
     for lang in ("en", "pt", "es"):
         mine = [p for p in every if p.lang == lang]
         asked = list(dict.fromkeys(p.qid for p in mine if p.kind == "answer"))

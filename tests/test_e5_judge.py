@@ -100,6 +100,14 @@ def test_a_judge_on_e5_saves_its_layers_alone_and_loads_back_through_the_judge(t
     judge = Judge(out, quantize=False)
     assert judge.languages == ("pt", "es") and judge.judges("pt") and not judge.judges("en")
     assert judge.score(*PAIRS) == pytest.approx(want, abs=0.02)  # fp16 layers: close, not equal
+    # As the app loads it: never int8 (it cost e5's judge 0.02-0.08 of AUC), its pairs read in one padded batch,
+    # each scoring as it does alone.
+    app = Judge(out)
+    assert not app.quantized and "int8" not in app.stamp
+    together = app.score(PAIRS[0], PAIRS[1])
+    app.forget()
+    assert together == pytest.approx([app.score(PAIRS[0], [p])[0] for p in PAIRS[1]], abs=0.02)
+    assert together == pytest.approx(want, abs=0.05)
 
     base.write_bytes(base.read_bytes()[:-4] + bytes(4))  # another base file under the same name
     from rag.deciding.judge import _load_e5_judge as load_judge_parts
