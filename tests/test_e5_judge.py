@@ -113,3 +113,25 @@ def test_a_judge_on_e5_saves_its_layers_alone_and_loads_back_through_the_judge(t
     from rag.deciding.judge import _load_e5_judge as load_judge_parts
     with pytest.raises(ValueError, match="not the tiny-e5.bin this judge was trained on"):
         load_judge_parts(out, json.loads((out / "training.json").read_text()))
+
+
+@pytest.mark.parametrize("question,answers,near", [
+    ("How old was Harper Lee when she died?",
+     "[Harper Lee]\nHarper Lee, the author of To Kill a Mockingbird, died in Monroeville in 2016 at the age of 89.",
+     "[Harper Lee]\nHarper Lee, the author of To Kill a Mockingbird, grew up in Monroeville, Alabama, where her father "
+     "was a lawyer."),
+    ("Quanto custa a inscrição na regata?",
+     "[Regata de outono]\nA inscrição na regata custa 40 euros por barco e fecha na sexta-feira anterior.",
+     "[Regata de outono]\nA regata parte do cais às dez da manhã e dá duas voltas à baía antes de regressar."),
+    ("¿A qué hora cierra la biblioteca los sábados?",
+     "[Biblioteca municipal]\nLos sábados la biblioteca abre a las diez y cierra a las dos de la tarde.",
+     "[Biblioteca municipal]\nLa biblioteca presta hasta ocho libros por socio durante tres semanas."),
+])
+def test_the_shipped_e5_judge_scores_an_answer_over_its_near_miss_in_three_languages(question, answers, near):
+    # The same subject and words, one says what was asked: the judge trained on SQuAD 2.0's answerability must
+    # tell them apart in English, Portuguese and Spanish (the MiniLM judge reads only English).
+    from rag.deciding.judge import JUDGE_E5_DIR, load_judge
+
+    judge = load_judge(str(JUDGE_E5_DIR))
+    yes, no = judge.score(question, [answers, near])
+    assert yes > no + 1.0, (yes, no)

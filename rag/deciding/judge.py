@@ -33,6 +33,8 @@ from rag.indexing.chunk import header_for
 from rag.searching.search import Candidate, SearchResult
 
 JUDGE_DIR = Path(__file__).resolve().parent / "judge_model"
+# The judge on multilingual-e5-small trained on SQuAD 2.0 train's answerability (its README): `judge_path` names it.
+JUDGE_E5_DIR = Path(__file__).resolve().parent / "judge_e5"
 HEAD_FILE = "judge_head.json"
 E5_LAYERS = "layers.safetensors"  # a judge on multilingual-e5-small: its weights but the word pieces
 
