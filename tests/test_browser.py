@@ -254,6 +254,8 @@ def test_upload_ask_read_citation_then_slide_to_refusal(page, server, tmp_path):
     expect(page.get_by_text(re.compile(r"^Best candidate, the search's first row: heron-notes\.md · .*: over threshold at "
                                        r"distance [0-9.]+; a threshold of [0-9.]+ would let it through\.$"))).to_be_visible()
     best = refusal_at_a_glance(answer)
+    # The table re-renders after the refusal's text (one Streamlit run, drawn in parts): wait for its new verdict.
+    expect(table.locator("tbody tr").first.locator("td").nth(3)).to_contain_text("over threshold")
     first_row = [c.inner_text() for c in table.locator("tbody tr").first.locator("td").all()]
     assert best.startswith(f"Best candidate, the search's first row: {first_row[0]} · {first_row[1]}: "), (best, first_row)
     assert first_row[3] in best  # the same one line as the table's verdict
