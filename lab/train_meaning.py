@@ -43,8 +43,8 @@ import numpy as np  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
 from lab.judge_data import Pair  # noqa: E402
+from lab.train_judge import KINDS, auc  # noqa: E402  (the judge's own measure)
 
-KINDS = ("near-miss", "same-article", "far")
 
 
 
@@ -174,21 +174,6 @@ def _cached_pairs(path: Path, build) -> list[Pair]:
     return out
 
 
-def auc(pos: np.ndarray, neg: np.ndarray) -> float:
-    """The probability that a random positive scores above a random negative (ties count half)."""
-    if not len(pos) or not len(neg):
-        return float("nan")
-    allv = np.concatenate([pos, neg])
-    order = allv.argsort(kind="mergesort")
-    ranks = np.empty(len(allv))
-    ranks[order] = np.arange(1, len(allv) + 1)
-    # average ranks of ties
-    _, inv, counts = np.unique(allv, return_inverse=True, return_counts=True)
-    sums = np.bincount(inv, weights=ranks)
-    ranks = (sums / counts)[inv]
-    return float((ranks[:len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
-
-
 def aucs(scores: np.ndarray, items: list[Pair], langs=("en",)) -> dict:
     """Answer against each negative kind, per language: {"en near-miss": 0.71, ...}."""
     out = {}
@@ -197,7 +182,7 @@ def aucs(scores: np.ndarray, items: list[Pair], langs=("en",)) -> dict:
         for kind in KINDS:
             neg = np.array([s for s, p in zip(scores, items) if p.lang == lang and p.kind == kind])
             if len(neg):
-                out[f"{lang} {kind}"] = round(auc(pos, neg), 3)
+                out[f"{lang} {kind}"] = round(auc(list(pos), list(neg)), 3)
     return out
 
 
