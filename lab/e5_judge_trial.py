@@ -35,6 +35,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+RECIPE = ("binary cross-entropy on the logit of rag.deciding.judge.pair_model over e5 (zero_segments); AdamW, 5e-5 for "
+          "the encoder (weight decay 0.01), 1e-2 for the head's scale and shift; a tenth of warm-up then linear decay; "
+          "batches of 16 pairs of similar length in a seeded random order; at most 192 pieces, the passage cut; seed 13; "
+          "fp32; e5's word-piece matrix frozen (read from the base file at load)")
 sys.path.insert(0, str(ROOT))
 
 
@@ -57,15 +61,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--answerability", type=int, default=0,
                     help="also train on the first N pairs of lab.answerability_data's train split (0: none)")
     ap.add_argument("--minutes", type=float, default=0, help="stop after this many minutes with a checkpoint")
+    ap.add_argument("--judged-languages", default="en,pt,es",
+                    help="the question languages the card lets it decide for (chosen on the dev articles)")
     ap.add_argument("--curve-every", type=int, default=0, help="score the dev sample every K steps (0: at the end)")
     ap.add_argument("--evaluate", default="", help="no training: score the sample of --eval-split with this saved "
-                                                   "judge, read as the app reads it (int8, each pair alone)")
+                                                   "judge, read as the app reads it (rag.deciding.judge.Judge)")
     ap.add_argument("--eval-split", default="dev", help="the split --evaluate scores (dev; test only to report)")
-    ap.add_argument("--fp32", action="store_true", help="--evaluate in fp32 instead of the app's int8")
     args = ap.parse_args(argv)
     if args.evaluate:
         from rag.deciding.judge import Judge
-        judge = Judge(args.evaluate, quantize=not args.fp32)
+        judge = Judge(args.evaluate)
         report = {}
         for lang in ("pt", "es", "en"):
             sub = [p for p in sample(args.cap, args.eval_split) if p.lang == lang]
@@ -129,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         model.train()
         return report
 
-    def keep(stopped: bool) -> None:
+    def keep() -> None:
         save.mkdir(parents=True, exist_ok=True)
         torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "schedule": sched.state_dict(),
                     "step": step, "curve": curve}, checkpoint)
@@ -137,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     model.train()
     stopped = ""
     while step < steps and not stopped:
-        for g in [x for e in range(math.ceil(args.epochs) + 1) for x in groups][step:steps]:
+        for g in (groups * (math.ceil(args.epochs) + 1))[step:steps]:  # each epoch in the one seeded order
             enc = tok([train[i].question for i in g], [train[i].passage for i in g], max_length=192)
             logit = model(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"])
             loss = torch.nn.functional.binary_cross_entropy_with_logits(
@@ -155,11 +160,11 @@ def main(argv: list[str] | None = None) -> int:
                 curve.append({"step": step, "pairs": step * 16, "auc": dev_auc()})
                 print("curve", json.dumps(curve[-1]), flush=True)
                 if save:
-                    keep(False)
+                    keep()
             if args.minutes and time.time() - t0 > args.minutes * 60 and step < steps:
                 stopped = f"stopped by the time limit after {step} of {steps} steps (run again to resume)"
                 if save:
-                    keep(True)
+                    keep()
                 break
     minutes = (time.time() - t0) / 60
     report = dev_auc()
@@ -170,11 +175,11 @@ def main(argv: list[str] | None = None) -> int:
                "train_minutes": round(minutes, 1), "auc": report, "curve": curve}
     print(json.dumps(summary))
     if args.save:
-        card = {"judged_languages": args.langs.split(","), "trained_by": "lab/e5_judge_trial.py",
+        card = {"judged_languages": args.judged_languages.split(","), "trained_by": "lab/e5_judge_trial.py",
                 "data": f"lab.judge_data.pairs('train', langs={args.langs.split(',')}, p_near=1.0, seed=13)"
                         + (f" and the first {args.answerability} pairs of lab.answerability_data's train split"
                            if args.answerability else "") + f": {len(train)} pairs",
-                "recipe": __doc__.split("\n\n")[1].replace("\n", " "),
+                "recipe": RECIPE,
                 "dev_auc": report, "steps": steps, "done": step, "stopped": stopped or "all steps",
                 "train_minutes": round(minutes, 1), "curve": curve}
         save_e5_judge(model, Path(args.save), base, card)

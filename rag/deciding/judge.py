@@ -264,13 +264,12 @@ class Judge:
                     scores = self.model(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"]).float()
                 for i, v in zip(todo, scores.tolist()):
                     out[i] = v
-                todo_alone = []
             else:
-                todo_alone = todo
-            for i in todo_alone:
-                enc = self.tokenizer(question, passages[i], truncation="only_second", max_length=self.max_length,
-                                     return_tensors="pt")
-                out[i] = float(self.model(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"]).float()[0])
+                for i in todo:
+                    enc = self.tokenizer(question, passages[i], truncation="only_second", max_length=self.max_length,
+                                         return_tensors="pt")
+                    out[i] = float(self.model(enc["input_ids"], enc["attention_mask"],
+                                              enc["token_type_ids"]).float()[0])
             if len(self._seen) > _REMEMBERED:
                 self._seen.clear()
             self._seen.update(((question, passages[i]), out[i]) for i in todo)

@@ -27,8 +27,8 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from rag.indexing.chunk import Chunk, Strategy, chunk_document
 from rag.indexing import heap
+from rag.indexing.chunk import Chunk, Strategy, chunk_document
 from rag.indexing.embed import Embedder, count_tokens, header_share
 from rag.reading.extract import SUPPORTED, extract_bytes, kind_of, version_of
 from rag.reading.document import ExtractionError, Extracted
